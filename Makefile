@@ -1,0 +1,51 @@
+# The two commands: `make run` starts every service; `make test` passes the whole suite.
+# Both install what is missing first.
+SHELL := /bin/bash
+export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
+SPECS := control-plane rules context-webhook telemetry collector
+
+.PHONY: install run test test-embedded test-real gen gen-check lint typecheck fuzz bench clean
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+install: node_modules/.installed
+
+run: install
+	tsx src/main.ts $(SERVICES)
+
+# gen is phony: it always regenerates from spec/.
+gen: install
+	@mkdir -p gen/openapi gen/proto
+	@for s in $(SPECS); do openapi-typescript spec/openapi-$$s.yaml -o gen/openapi/$$s.ts --silent || exit 1; done
+	buf lint
+	buf generate
+
+# Fails when gen/ is out of date with spec/.
+gen-check: gen
+	@git diff --exit-code --stat -- gen || (echo "gen/ is out of date with spec/: run make gen and commit" >&2; exit 1)
+
+typecheck: install
+	tsc --noEmit -p tsconfig.json
+
+# The whole suite on the embedded default (PGlite, in-process broker), then, when
+# DATABASE_URL / REDIS_URL are set, again on PostgreSQL and Redis.
+test: install typecheck
+	@$(MAKE) --no-print-directory test-embedded
+	@if [ -n "$$DATABASE_URL" ]; then $(MAKE) --no-print-directory test-real; fi
+
+test-embedded:
+	env -u DATABASE_URL -u REDIS_URL -u DATABASE_MIGRATION_URL vitest run
+
+test-real:
+	SVC_TEST_REAL=1 vitest run
+
+fuzz: install
+	FUZZ_RUNS=2000 vitest run test/fuzz
+
+bench: install
+	tsx bench/run.ts
+
+clean:
+	rm -rf .svc-data node_modules/.installed

@@ -1,0 +1,6 @@
+/** Deployment routes (spec 4.4, 2.8). */
+import type { RouteModule } from '../../shared/service.js';
+
+export const routes: RouteModule = {
+  handlers: {},
+};

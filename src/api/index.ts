@@ -1,0 +1,27 @@
+/** The control-plane API service (port 8000). */
+import { healthHandler, httpService } from '../shared/http/service-app.js';
+import { routes as agents } from './agents/routes.js';
+import { routes as keys } from './keys/routes.js';
+import { routes as mcpServers } from './mcp-servers/routes.js';
+import { routes as bundles } from './bundles/routes.js';
+import { routes as tags } from './tags/routes.js';
+import { routes as deployments } from './deployments/routes.js';
+import { routes as audit } from './audit/routes.js';
+import { routes as context } from './context/routes.js';
+
+export const apiService = httpService({
+  name: 'api',
+  specFile: 'openapi-control-plane.yaml',
+  port: (c) => c.ports.api,
+  modules: [
+    { handlers: { getApiHealth: healthHandler('api'), getContextApiHealth: healthHandler('context') } },
+    agents,
+    keys,
+    mcpServers,
+    bundles,
+    tags,
+    deployments,
+    audit,
+    context,
+  ],
+});

@@ -1,0 +1,6 @@
+/** MCP server registry routes (spec 4.3). */
+import type { RouteModule } from '../../shared/service.js';
+
+export const routes: RouteModule = {
+  handlers: {},
+};

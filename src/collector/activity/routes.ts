@@ -1,0 +1,6 @@
+/** Collector store API (spec 4.9). */
+import type { RouteModule } from '../../shared/service.js';
+
+export const routes: RouteModule = {
+  handlers: {},
+};

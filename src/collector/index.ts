@@ -1,0 +1,11 @@
+/** The collector store API (port 7002): no authentication, so bound to loopback by default. */
+import { healthHandler, httpService } from '../shared/http/service-app.js';
+import { routes as activity } from './activity/routes.js';
+
+export const collectorService = httpService({
+  name: 'collector',
+  specFile: 'openapi-collector.yaml',
+  port: (c) => c.ports.collector,
+  host: (c) => c.collectorHost,
+  modules: [{ handlers: { getCollectorHealth: healthHandler('collector') } }, activity],
+});

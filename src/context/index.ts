@@ -1,0 +1,20 @@
+/** The context service: gRPC on 8002 (RequestContext, Subscribe) and the tag-update webhook on 8003. */
+import type { GrpcServiceDef } from '../shared/service.js';
+import { healthHandler, httpService } from '../shared/http/service-app.js';
+import { routes as webhook } from './webhook/routes.js';
+import { contextRoutes } from './grpc/routes.js';
+
+export const contextWebhookService = httpService({
+  name: 'context-webhook',
+  specFile: 'openapi-context-webhook.yaml',
+  port: (c) => c.ports.contextWebhook,
+  modules: [{ handlers: { getWebhookHealth: healthHandler('context') } }, webhook],
+});
+
+export const contextGrpcService: GrpcServiceDef = {
+  kind: 'grpc',
+  name: 'context-grpc',
+  port: (c) => c.ports.contextGrpc,
+  host: (c) => c.host,
+  routes: contextRoutes,
+};

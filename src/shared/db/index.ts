@@ -1,0 +1,169 @@
+/**
+ * The database layer: one small interface over PGlite (embedded default) and postgres.js
+ * (DATABASE_URL), both real PostgreSQL. Queries are SQL with $1..$n parameters; JSON values
+ * are passed as text and cast (`$1::jsonb`), text arrays as JS arrays (`$1::text[]`).
+ *
+ * `tx` runs a function in a transaction and reuses an outer one when called inside it.
+ * PostgreSQL error codes are mapped to domain errors in one place: `mapDbError`.
+ */
+import { PGlite } from '@electric-sql/pglite';
+import postgres from 'postgres';
+import fs from 'node:fs';
+import { AppError } from '../errors.js';
+
+export type Row = Record<string, any>;
+
+export interface Db {
+  readonly kind: 'pglite' | 'postgres';
+  /** True inside `tx`. */
+  readonly inTransaction: boolean;
+  query<T extends Row = Row>(text: string, params?: unknown[]): Promise<T[]>;
+  /** Runs several statements with no parameters (migrations). */
+  exec(text: string): Promise<void>;
+  tx<T>(fn: (db: Db) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+  /** postgres.js only: the raw client, for COPY streams and LISTEN (null on PGlite). */
+  readonly raw: postgres.Sql | null;
+  /** PGlite only: the raw instance (null on PostgreSQL). */
+  readonly pglite: PGlite | null;
+}
+
+export interface OpenDbOptions {
+  url?: string | null;
+  /** Directory for PGlite; null or 'memory://' for an in-memory database. */
+  dataDir?: string | null;
+  password?: string | null;
+  ssl?: boolean;
+  max?: number;
+}
+
+/** Opens PostgreSQL (when `url` is set) or PGlite. */
+export async function openDb(opts: OpenDbOptions): Promise<Db> {
+  if (opts.url) return openPostgres(opts);
+  const dir = opts.dataDir && opts.dataDir !== 'memory://' ? opts.dataDir : undefined;
+  if (dir) fs.mkdirSync(dir, { recursive: true });
+  const pg = dir ? new PGlite(dir) : new PGlite();
+  await pg.waitReady;
+  return pgliteDb(pg, pg, false);
+}
+
+function pgliteDb(root: PGlite, q: { query: PGlite['query']; exec: PGlite['exec'] }, inTx: boolean): Db {
+  const db: Db = {
+    kind: 'pglite',
+    inTransaction: inTx,
+    raw: null,
+    pglite: root,
+    async query<T extends Row>(text: string, params: unknown[] = []) {
+      try {
+        const res = await q.query<T>(text, params.map(normalizeParam));
+        return res.rows;
+      } catch (e) {
+        throw mapDbError(e);
+      }
+    },
+    async exec(text) {
+      try {
+        await q.exec(text);
+      } catch (e) {
+        throw mapDbError(e);
+      }
+    },
+    async tx(fn) {
+      if (inTx) return fn(db);
+      try {
+        return await root.transaction((t) => fn(pgliteDb(root, t as any, true)));
+      } catch (e) {
+        throw mapDbError(e);
+      }
+    },
+    async close() {
+      if (!inTx) await root.close();
+    },
+  };
+  return db;
+}
+
+/** PGlite serializes JS arrays of strings itself; plain objects must be sent as JSON text. */
+function normalizeParam(v: unknown): unknown {
+  return v === undefined ? null : v;
+}
+
+async function openPostgres(opts: OpenDbOptions): Promise<Db> {
+  const sql = postgres(opts.url!, {
+    max: opts.max ?? 10,
+    ssl: opts.ssl ? 'require' : false,
+    password: opts.password ?? undefined,
+    onnotice: () => {},
+    // int8 (count(*), bigserial chain_sequence) comes back as a number: they stay far below 2^53.
+    types: { int8: { to: 20, from: [20], parse: (x: string) => Number(x), serialize: (x: number) => String(x) } } as any,
+    prepare: true,
+    connection: { application_name: 'svc' },
+  });
+  await sql`select 1`;
+  return postgresDb(sql, sql, false);
+}
+
+function postgresDb(root: postgres.Sql, q: postgres.Sql | postgres.TransactionSql, inTx: boolean): Db {
+  const db: Db = {
+    kind: 'postgres',
+    inTransaction: inTx,
+    raw: root,
+    pglite: null,
+    async query<T extends Row>(text: string, params: unknown[] = []) {
+      try {
+        return (await q.unsafe(text, params.map(normalizeParam) as any[])) as unknown as T[];
+      } catch (e) {
+        throw mapDbError(e);
+      }
+    },
+    async exec(text) {
+      try {
+        await q.unsafe(text);
+      } catch (e) {
+        throw mapDbError(e);
+      }
+    },
+    async tx(fn) {
+      if (inTx) return fn(db);
+      try {
+        return (await root.begin((t) => fn(postgresDb(root, t, true)))) as any;
+      } catch (e) {
+        throw mapDbError(e);
+      }
+    },
+    async close() {
+      if (!inTx) await root.end({ timeout: 5 });
+    },
+  };
+  return db;
+}
+
+/** The immutability trigger's message (migration 0001). */
+export const AUDIT_IMMUTABLE_MESSAGE = 'Audit records are immutable';
+
+/**
+ * Maps PostgreSQL errors to domain errors, in this one place. Unknown errors pass through
+ * untouched (the edge answers an opaque 500 and logs them).
+ */
+export function mapDbError(e: unknown): unknown {
+  if (e instanceof AppError) return e;
+  const err = e as { code?: string; message?: string; detail?: string; constraint?: string; constraint_name?: string };
+  if (!err || typeof err !== 'object') return e;
+  const constraint = err.constraint ?? err.constraint_name;
+  switch (err.code) {
+    case '23505':
+      return new AppError('conflict', 'The resource already exists', { details: constraint ? { constraint } : undefined, cause: e });
+    case '23503':
+      return new AppError('not_found', 'A referenced resource does not exist', { details: constraint ? { constraint } : undefined, cause: e });
+    case '23514':
+      return new AppError('validation_error', 'A value is not allowed', { details: constraint ? { constraint } : undefined, cause: e });
+    case '22P02':
+    case '22007':
+    case '22008':
+      return new AppError('validation_error', 'A value has the wrong form', { cause: e });
+  }
+  if (err.message && err.message.includes(AUDIT_IMMUTABLE_MESSAGE)) {
+    return new AppError('immutable', AUDIT_IMMUTABLE_MESSAGE, { cause: e });
+  }
+  return e;
+}

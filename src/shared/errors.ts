@@ -1,0 +1,73 @@
+/**
+ * The one domain error type, with a closed set of codes, and the two tables at the edge:
+ * code to HTTP status, code to Connect code. Bodies follow the spec: `{error, message, details?}`.
+ */
+import { Code } from '@connectrpc/connect';
+
+export type ErrorCode =
+  | 'validation_error'
+  | 'auth_failed'
+  | 'intent_not_allowed'
+  | 'forbidden'
+  | 'not_found'
+  | 'method_not_allowed'
+  | 'conflict'
+  | 'license_limit'
+  | 'payload_too_large'
+  | 'immutable'
+  | 'not_implemented'
+  | 'unavailable'
+  | 'internal_error';
+
+export const HTTP_STATUS: Record<ErrorCode, number> = {
+  validation_error: 400,
+  auth_failed: 401,
+  license_limit: 402,
+  intent_not_allowed: 403,
+  forbidden: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  conflict: 409,
+  immutable: 409,
+  payload_too_large: 413,
+  internal_error: 500,
+  not_implemented: 501,
+  unavailable: 503,
+};
+
+export const CONNECT_CODE: Record<ErrorCode, Code> = {
+  validation_error: Code.InvalidArgument,
+  auth_failed: Code.Unauthenticated,
+  license_limit: Code.ResourceExhausted,
+  intent_not_allowed: Code.PermissionDenied,
+  forbidden: Code.PermissionDenied,
+  not_found: Code.NotFound,
+  method_not_allowed: Code.Unimplemented,
+  conflict: Code.AlreadyExists,
+  immutable: Code.FailedPrecondition,
+  payload_too_large: Code.ResourceExhausted,
+  internal_error: Code.Internal,
+  not_implemented: Code.Unimplemented,
+  unavailable: Code.Unavailable,
+};
+
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly details?: Record<string, unknown>;
+  constructor(code: ErrorCode, message: string, opts: { details?: Record<string, unknown>; cause?: unknown } = {}) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = 'AppError';
+    this.code = code;
+    this.details = opts.details;
+  }
+  get status(): number {
+    return HTTP_STATUS[this.code];
+  }
+  /** The general error body of spec 7.2. `immutable` is reported as a conflict on the wire. */
+  toBody(): { error: string; message: string; details?: Record<string, unknown> } {
+    const error = this.code === 'immutable' ? 'conflict' : this.code;
+    return this.details === undefined ? { error, message: this.message } : { error, message: this.message, details: this.details };
+  }
+}
+
+export const isAppError = (e: unknown): e is AppError => e instanceof AppError;

@@ -1,0 +1,203 @@
+/**
+ * Builds a Hono app for one HTTP service, driven by its OpenAPI document (openapi-backend):
+ * routing, the admin-key check (before any handler logic, even for routes not yet built),
+ * request validation against the contract, and the error model at the edge.
+ *
+ * - unknown path: 404 `not_found`; known path, wrong method: 405 `method_not_allowed`
+ * - AdminKey operations: 503 `Admin API not configured` when ADMIN_API_KEY is empty,
+ *   401 `Invalid admin API key` when the header is missing or wrong (constant time)
+ * - a request that violates the contract: 400 `validation_error` with the violations
+ * - an operation with no handler yet: 501 `not_implemented`
+ * - an unexpected error: opaque 500 `internal_error` with a request id; the cause is logged
+ */
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { OpenAPIBackend, type Context as OaContext } from 'openapi-backend';
+import addFormats from 'ajv-formats';
+import { AppError } from '../errors.js';
+import type { Logger } from '../logger.js';
+
+export const BODY_LIMIT_BYTES = 16 * 1024 * 1024;
+
+/** What a handler sees of the request: validated and coerced by the contract. */
+export interface RequestInfo {
+  requestId: string;
+  method: string;
+  path: string;
+  params: Record<string, any>;
+  query: Record<string, any>;
+  headers: Record<string, string>;
+  body: any;
+  /** The raw request (for streaming responses and abort signals). */
+  raw: Request;
+}
+
+export type HandlerResult = Response | { status: number; body?: unknown; headers?: Record<string, string> };
+
+export type OperationHandler<C> = (req: RequestInfo, ctx: C, oa: OaContext) => Promise<HandlerResult> | HandlerResult;
+export type Handlers<C> = Record<string, OperationHandler<C>>;
+
+/** Called instead of the generic 400 for one operation (the context API answers its own body). */
+export type ValidationFailHandler<C> = (req: RequestInfo, ctx: C, errors: Array<{ path: string; message: string }>) => Promise<HandlerResult> | HandlerResult;
+
+export interface OpenApiAppOptions<C> {
+  /** Path of the OpenAPI document, or the parsed document. */
+  definition: string | Record<string, any>;
+  handlers: Handlers<C>;
+  ctx: C;
+  logger: Logger;
+  /** The configured admin key; the empty string means not configured (503). */
+  adminKey: string;
+  validationFail?: Record<string, ValidationFailHandler<C>>;
+  /** Called for an operation's unexpected error; answer with the operation's own error body. */
+  internalError?: Record<string, (req: RequestInfo, ctx: C, requestId: string) => HandlerResult>;
+}
+
+const sha256 = (s: string) => createHash('sha256').update(s).digest();
+
+/** Constant-time comparison of a presented secret with the configured one. */
+export function secretEquals(presented: string | undefined | null, expected: string): boolean {
+  if (!expected || typeof presented !== 'string') return false;
+  return timingSafeEqual(sha256(presented), sha256(expected));
+}
+
+export function errorResult(err: AppError, extraHeaders?: Record<string, string>): HandlerResult {
+  return { status: err.status, body: err.toBody(), headers: extraHeaders };
+}
+
+function formatValidationErrors(errors: any[] | null | undefined): Array<{ path: string; message: string }> {
+  return (errors ?? []).slice(0, 50).map((e) => ({
+    path: `${e.instancePath || ''}`.replace(/^\/?/, '') || e.params?.missingProperty || e.params?.additionalProperty || '',
+    message: [e.message, e.params?.additionalProperty ? `(${e.params.additionalProperty})` : '', e.params?.allowedValues ? `(${e.params.allowedValues.join(', ')})` : '']
+      .filter(Boolean)
+      .join(' '),
+  }));
+}
+
+/**
+ * Creates the Hono app. The returned promise resolves once the contract is loaded and every
+ * handler name is checked against its operationIds (a misspelt handler fails start-up).
+ */
+export async function createOpenApiApp<C>(opts: OpenApiAppOptions<C>): Promise<Hono> {
+  const { logger, ctx } = opts;
+  const api = new OpenAPIBackend({ definition: opts.definition as any, strict: true, validate: true, coerceTypes: true, quick: false, ajvOpts: { allErrors: true, strict: false } as any,
+    // Formats (date-time, uuid, uri) are checked, not ignored.
+    customizeAjv: (ajv) => {
+      (addFormats as unknown as (a: unknown) => void)(ajv);
+      return ajv;
+    },
+  });
+  await api.init();
+  const opIds = new Set(api.getOperations().map((o) => o.operationId));
+  for (const name of Object.keys(opts.handlers)) {
+    if (!opIds.has(name)) throw new Error(`handler ${name} names no operation of the contract`);
+  }
+
+  const toReq = (c: OaContext, raw: Request, requestId: string, body: unknown): RequestInfo => ({
+    requestId,
+    method: raw.method,
+    path: c.request?.path ?? new URL(raw.url).pathname,
+    params: c.request?.params ?? {},
+    query: c.request?.query ?? {},
+    headers: (c.request?.headers as Record<string, string>) ?? {},
+    body,
+    raw,
+  });
+
+  const adminConfigured = opts.adminKey.length > 0;
+  // Agent keys and bearer tokens are checked by the handlers themselves: the context API
+  // answers its own error body and audits refused requests. Only AdminKey is checked here.
+  for (const name of Object.keys((api.definition as any).components?.securitySchemes ?? {})) {
+    api.registerSecurityHandler(name, name === 'AdminKey' ? (c) => adminConfigured && secretEquals(c.request.headers['x-admin-key'] as string, opts.adminKey) : () => true);
+  }
+
+  type Args = [Request, string, unknown];
+  api.register({
+    notFound: () => errorResult(new AppError('not_found', 'No such route')),
+    methodNotAllowed: () => errorResult(new AppError('method_not_allowed', 'Method not allowed on this route')),
+    unauthorizedHandler: () =>
+      adminConfigured ? errorResult(new AppError('auth_failed', 'Invalid admin API key')) : errorResult(new AppError('unavailable', 'Admin API not configured')),
+    validationFail: (c: OaContext, raw: Request, requestId: string, body: unknown) => {
+      const errors = formatValidationErrors(c.validation?.errors as any[]);
+      const special = opts.validationFail?.[c.operation.operationId!];
+      if (special) return special(toReq(c, raw, requestId, body), ctx, errors);
+      return errorResult(new AppError('validation_error', 'The request does not match the contract', { details: { errors } }));
+    },
+    notImplemented: (c: OaContext) => errorResult(new AppError('not_implemented', `${c.operation.operationId} is not implemented yet`)),
+  });
+  for (const [opId, handler] of Object.entries(opts.handlers)) {
+    api.register(opId, (c: OaContext, ...[raw, requestId, body]: Args) => handler(toReq(c, raw, requestId, body), ctx, c));
+  }
+
+  const app = new Hono();
+  app.use(
+    '*',
+    bodyLimit({
+      maxSize: BODY_LIMIT_BYTES,
+      onError: (c) => c.json(new AppError('payload_too_large', `Request body exceeds ${BODY_LIMIT_BYTES} bytes`).toBody(), 413),
+    }),
+  );
+  app.all('*', async (c) => {
+    const requestId = randomUUID();
+    const raw = c.req.raw;
+    const url = new URL(raw.url);
+    let result: HandlerResult;
+    let opId: string | undefined;
+    try {
+      let body: unknown = undefined;
+      const text = raw.method === 'GET' || raw.method === 'HEAD' ? '' : await c.req.text();
+      let badJson = false;
+      if (text.length > 0) {
+        try {
+          body = JSON.parse(text);
+        } catch {
+          badJson = true;
+        }
+      }
+      const headers: Record<string, string> = {};
+      raw.headers.forEach((v, k) => (headers[k] = v));
+      if (badJson) {
+        // Route first so the admin check still comes before anything about the body.
+        const op = safeMatch(api, raw.method, url.pathname);
+        opId = op?.operationId;
+        if (op && op.security?.some((s: Record<string, unknown>) => 'AdminKey' in s) && !(adminConfigured && secretEquals(headers['x-admin-key'], opts.adminKey))) {
+          result = adminConfigured ? errorResult(new AppError('auth_failed', 'Invalid admin API key')) : errorResult(new AppError('unavailable', 'Admin API not configured'));
+        } else if (op && opts.validationFail?.[op.operationId!]) {
+          const fake = { request: { path: url.pathname, params: {}, query: {}, headers }, operation: op } as unknown as OaContext;
+          result = await opts.validationFail[op.operationId!](toReq(fake, raw, requestId, undefined), ctx, [{ path: '', message: 'body is not valid JSON' }]);
+        } else if (!op) {
+          result = errorResult(new AppError('not_found', 'No such route'));
+        } else {
+          result = errorResult(new AppError('validation_error', 'Request body is not valid JSON'));
+        }
+      } else {
+        result = await api.handleRequest({ method: raw.method, path: url.pathname, query: url.search.slice(1), headers, body }, raw, requestId, body);
+      }
+    } catch (e) {
+      opId ??= safeMatch(api, raw.method, url.pathname)?.operationId;
+      if (e instanceof AppError && e.code !== 'internal_error') {
+        result = errorResult(e);
+      } else {
+        logger.error('unhandled error', { requestId, method: raw.method, path: url.pathname, error: e as Error });
+        const special = opId ? opts.internalError?.[opId] : undefined;
+        result = special
+          ? special({ requestId, method: raw.method, path: url.pathname, params: {}, query: {}, headers: {}, body: undefined, raw }, ctx, requestId)
+          : errorResult(new AppError('internal_error', 'Internal error', { details: { request_id: requestId } }));
+      }
+    }
+    if (result instanceof Response) return result;
+    const headers = { 'x-request-id': requestId, ...(result.headers ?? {}) };
+    if (result.body === undefined || result.status === 204) return new Response(null, { status: result.status, headers });
+    return new Response(JSON.stringify(result.body), { status: result.status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } });
+  });
+  return app;
+}
+
+function safeMatch(api: OpenAPIBackend, method: string, path: string) {
+  try {
+    return api.router.matchOperation({ method, path, headers: {} } as any) || undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,65 @@
+/** Assembles an HTTP service from its contract and the route modules of its resource folders. */
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { AppContext } from '../app-context.js';
+import type { Config } from '../config.js';
+import type { HttpServiceDef, RouteModule, ServiceName } from '../service.js';
+import { SERVICE_VERSION } from '../version.js';
+import { createOpenApiApp, type OperationHandler } from './openapi-app.js';
+
+export const SPEC_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../spec');
+
+/** `GET /health` body, the same on every service. */
+export function healthHandler(service: string): OperationHandler<AppContext> {
+  return () => ({ status: 200, body: { status: 'ok', service, version: SERVICE_VERSION } });
+}
+
+export function httpService(opts: {
+  name: ServiceName;
+  specFile: string;
+  port: (c: Config) => number;
+  host?: (c: Config) => string;
+  modules: RouteModule[];
+}): HttpServiceDef {
+  const spec = path.join(SPEC_DIR, opts.specFile);
+  const merged = <K extends 'handlers' | 'validationFail' | 'internalError'>(key: K) => {
+    const out: Record<string, any> = {};
+    for (const m of opts.modules) {
+      for (const [k, v] of Object.entries(m[key] ?? {})) {
+        if (k in out) throw new Error(`${opts.name}: ${key} ${k} is registered twice`);
+        out[k] = v;
+      }
+    }
+    return out;
+  };
+  const starters = opts.modules.map((m) => m.start).filter((s): s is NonNullable<RouteModule['start']> => !!s);
+  return {
+    kind: 'http',
+    name: opts.name,
+    spec,
+    port: opts.port,
+    host: opts.host ?? ((c) => c.host),
+    createApp: (ctx: AppContext) =>
+      createOpenApiApp({
+        definition: spec,
+        handlers: merged('handlers'),
+        validationFail: merged('validationFail'),
+        internalError: merged('internalError'),
+        ctx,
+        logger: ctx.logger.child({ service: opts.name }),
+        adminKey: ctx.config.adminApiKey,
+      }),
+    start: starters.length
+      ? async (ctx) => {
+          const stops: Array<() => Promise<void> | void> = [];
+          for (const s of starters) {
+            const stop = await s(ctx);
+            if (stop) stops.push(stop);
+          }
+          return async () => {
+            for (const stop of stops.reverse()) await stop();
+          };
+        }
+      : undefined,
+  };
+}

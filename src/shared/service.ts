@@ -1,0 +1,42 @@
+/**
+ * How a service is described to the launcher. A service is built from an AppContext with
+ * no side effects (`createApp`); `start` runs its background jobs; only the launcher listens.
+ */
+import type { ConnectRouter } from '@connectrpc/connect';
+import type { Hono } from 'hono';
+import type { AppContext } from './app-context.js';
+import type { Config } from './config.js';
+import type { Handlers, ValidationFailHandler, HandlerResult, RequestInfo } from './http/openapi-app.js';
+
+export type ServiceName = 'api' | 'rules' | 'context-grpc' | 'context-webhook' | 'telemetry' | 'collector';
+export const SERVICE_NAMES: ServiceName[] = ['api', 'rules', 'context-grpc', 'context-webhook', 'telemetry', 'collector'];
+
+interface ServiceBase {
+  name: ServiceName;
+  port(config: Config): number;
+  host(config: Config): string;
+  /** Background work started with the service; returns a stop function. */
+  start?(ctx: AppContext): Promise<(() => Promise<void> | void) | void> | (() => Promise<void> | void) | void;
+}
+
+export interface HttpServiceDef extends ServiceBase {
+  kind: 'http';
+  /** Absolute path of the service's OpenAPI document. */
+  spec: string;
+  createApp(ctx: AppContext): Promise<Hono>;
+}
+
+export interface GrpcServiceDef extends ServiceBase {
+  kind: 'grpc';
+  routes(ctx: AppContext): (router: ConnectRouter) => void;
+}
+
+export type ServiceDef = HttpServiceDef | GrpcServiceDef;
+
+/** A resource folder's contribution to an HTTP service. */
+export interface RouteModule {
+  handlers: Handlers<AppContext>;
+  validationFail?: Record<string, ValidationFailHandler<AppContext>>;
+  internalError?: Record<string, (req: RequestInfo, ctx: AppContext, requestId: string) => HandlerResult>;
+  start?: ServiceBase['start'];
+}

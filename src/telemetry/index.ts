@@ -1,0 +1,10 @@
+/** The telemetry service (port 8004). */
+import { healthHandler, httpService } from '../shared/http/service-app.js';
+import { routes as beacon } from './beacon/routes.js';
+
+export const telemetryService = httpService({
+  name: 'telemetry',
+  specFile: 'openapi-telemetry.yaml',
+  port: (c) => c.ports.telemetry,
+  modules: [{ handlers: { getTelemetryHealth: healthHandler('telemetry') } }, beacon],
+});

@@ -1,0 +1,161 @@
+/**
+ * Test harness: a migrated database (PGlite in memory, or a fresh PostgreSQL database when
+ * SVC_TEST_REAL=1 and DATABASE_URL are set) and the real services on port 0.
+ *
+ * On PostgreSQL the migrations run as the owner connection (DATABASE_MIGRATION_URL, else
+ * DATABASE_URL) and the service connects as `svc_app`, as in production: it cannot update,
+ * delete or truncate audit records.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes, randomUUID } from 'node:crypto';
+import postgres from 'postgres';
+import { loadConfig, type Config } from '../src/shared/config.js';
+import { openDb, type Db } from '../src/shared/db/index.js';
+import { runMigrations } from '../src/shared/db/migrate.js';
+import { createAppContext, type AppContext, type Clock } from '../src/shared/app-context.js';
+import { createMemoryBroker, createRedisBroker, type Broker } from '../src/shared/broker.js';
+import { memoryLogger } from '../src/shared/logger.js';
+import { startStack, type RunningStack } from '../src/launcher.js';
+import { SERVICE_NAMES, type ServiceName } from '../src/shared/service.js';
+
+export const REAL = process.env.SVC_TEST_REAL === '1' && !!process.env.DATABASE_URL;
+export const REAL_REDIS = process.env.SVC_TEST_REAL === '1' && !!process.env.REDIS_URL;
+export const ADMIN_KEY = `admin_${randomBytes(24).toString('base64url')}`;
+export const JWT_SECRET = randomBytes(48).toString('base64url');
+const DB_PASSWORD = `pw_${randomBytes(18).toString('base64url')}`;
+
+export interface TestDb {
+  db: Db;
+  /** Owner connection (PostgreSQL superuser; on PGlite the same as db): for tampering tests. */
+  owner: Db;
+  /** Connection string of the fresh database as svc_app (PostgreSQL only). */
+  appUrl: string | null;
+  ownerUrl: string | null;
+  close(): Promise<void>;
+}
+
+function withDatabase(url: string, dbName: string, user?: string): string {
+  const u = new URL(url);
+  u.pathname = `/${dbName}`;
+  if (user) {
+    u.username = user;
+    u.password = '';
+  }
+  return u.toString();
+}
+
+/** A freshly migrated database for one test file. */
+export async function createTestDb(): Promise<TestDb> {
+  if (!REAL) {
+    const db = await openDb({});
+    await runMigrations(db);
+    return { db, owner: db, appUrl: null, ownerUrl: null, close: () => db.close() };
+  }
+  const adminUrl = process.env.DATABASE_MIGRATION_URL || process.env.DATABASE_URL!;
+  const name = `svc_t_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`CREATE DATABASE ${name}`);
+  const ownerUrl = withDatabase(adminUrl, name);
+  const owner = await openDb({ url: ownerUrl, max: 2 });
+  await runMigrations(owner);
+  await owner.exec(`ALTER ROLE svc_app WITH LOGIN PASSWORD '${DB_PASSWORD}'`);
+  const appUrl = withDatabase(adminUrl, name, 'svc_app');
+  const db = await openDb({ url: appUrl, password: DB_PASSWORD, max: 10 });
+  return {
+    db,
+    owner,
+    appUrl,
+    ownerUrl,
+    async close() {
+      await db.close();
+      await owner.close();
+      await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
+      await admin.end({ timeout: 5 });
+    },
+  };
+}
+
+export function testEnv(extra: Record<string, string | undefined> = {}): Record<string, string | undefined> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-test-'));
+  return {
+    SVC_DATA_DIR: dataDir,
+    ADMIN_API_KEY: ADMIN_KEY,
+    JWT_SECRET,
+    DEPLOYMENT_ID: randomUUID(),
+    COLLECTOR_HMAC_SECRET: randomBytes(32).toString('base64url'),
+    LOG_LEVEL: 'debug',
+    ...extra,
+  };
+}
+
+export interface TestStack {
+  ctx: AppContext;
+  stack: RunningStack;
+  config: Config;
+  testDb: TestDb;
+  broker: Broker;
+  logs: string[];
+  url(name: ServiceName): string;
+  /** fetch against a service with JSON helpers; `admin: true` adds the admin key. */
+  call(name: ServiceName, method: string, p: string, opts?: { body?: unknown; admin?: boolean; headers?: Record<string, string>; apiKey?: string }): Promise<{ status: number; body: any; headers: Headers }>;
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  services?: ServiceName[];
+  env?: Record<string, string | undefined>;
+  clock?: Clock;
+  /** Reuse a database (e.g. a second process against the same PostgreSQL database). */
+  testDb?: TestDb;
+}
+
+/** Boots the real services on ephemeral ports. */
+export async function startTestStack(opts: StartOptions = {}): Promise<TestStack> {
+  const env = testEnv(opts.env);
+  const config = loadConfig(env);
+  config.ports = { api: 0, rules: 0, contextGrpc: 0, contextWebhook: 0, telemetry: 0, collector: 0 };
+  const ownDb = !opts.testDb;
+  const testDb = opts.testDb ?? (await createTestDb());
+  const broker = REAL_REDIS ? await createRedisBroker(process.env.REDIS_URL!, memoryLogger()) : createMemoryBroker();
+  const logger = memoryLogger('debug');
+  const ctx = await createAppContext(config, { logger, db: testDb.db, broker, clock: opts.clock, skipMigrations: true });
+  const stack = await startStack(ctx, opts.services ?? SERVICE_NAMES);
+  const url = (n: ServiceName) => stack.url(n);
+  return {
+    ctx,
+    stack,
+    config,
+    testDb,
+    broker,
+    logs: logger.lines,
+    url,
+    async call(name, method, p, o = {}) {
+      const headers: Record<string, string> = { ...(o.headers ?? {}) };
+      if (o.admin) headers['x-admin-key'] = ADMIN_KEY;
+      if (o.apiKey) headers['x-api-key'] = o.apiKey;
+      let body: string | undefined;
+      if (o.body !== undefined) {
+        headers['content-type'] ??= 'application/json';
+        body = typeof o.body === 'string' ? o.body : JSON.stringify(o.body);
+      }
+      const res = await fetch(url(name) + p, { method, headers, body });
+      const text = await res.text();
+      let parsed: any = text;
+      try {
+        parsed = text ? JSON.parse(text) : undefined;
+      } catch {
+        /* not JSON */
+      }
+      return { status: res.status, body: parsed, headers: res.headers };
+    },
+    async close() {
+      await stack.close();
+      await ctx.close();
+      await broker.close();
+      if (ownDb) await testDb.close();
+      fs.rmSync(env.SVC_DATA_DIR!, { recursive: true, force: true });
+    },
+  };
+}
