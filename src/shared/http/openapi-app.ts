@@ -39,7 +39,7 @@ export type OperationHandler<C> = (req: RequestInfo, ctx: C, oa: OaContext) => P
 export type Handlers<C> = Record<string, OperationHandler<C>>;
 
 /** Called instead of the generic 400 for one operation (the context API answers its own body). */
-export type ValidationFailHandler<C> = (req: RequestInfo, ctx: C, errors: Array<{ path: string; message: string }>) => Promise<HandlerResult> | HandlerResult;
+export type ValidationFailHandler<C> = (req: RequestInfo, ctx: C, errors: ValidationIssue[]) => Promise<HandlerResult> | HandlerResult;
 
 export interface OpenApiAppOptions<C> {
   /** Path of the OpenAPI document, or the parsed document. */
@@ -66,13 +66,25 @@ export function errorResult(err: AppError, extraHeaders?: Record<string, string>
   return { status: err.status, body: err.toBody(), headers: extraHeaders };
 }
 
-function formatValidationErrors(errors: any[] | null | undefined): Array<{ path: string; message: string }> {
-  return (errors ?? []).slice(0, 50).map((e) => ({
-    path: `${e.instancePath || ''}`.replace(/^\/?/, '') || e.params?.missingProperty || e.params?.additionalProperty || '',
-    message: [e.message, e.params?.additionalProperty ? `(${e.params.additionalProperty})` : '', e.params?.allowedValues ? `(${e.params.allowedValues.join(', ')})` : '']
-      .filter(Boolean)
-      .join(' '),
-  }));
+export interface ValidationIssue {
+  /** JSON pointer into the request, prefixed with /body, /query, /path or /headers. */
+  path: string;
+  /** The JSON Schema keyword that failed (required, pattern, type, ...). */
+  rule: string;
+  message: string;
+}
+
+function formatValidationErrors(errors: any[] | null | undefined): ValidationIssue[] {
+  return (errors ?? []).slice(0, 50).map((e) => {
+    let p = String(e.instancePath ?? '')
+      .replace(/^\/requestBody/, '/body')
+      .replace(/^\/params/, '/path');
+    if (e.params?.missingProperty) p += `/${e.params.missingProperty}`;
+    if (e.params?.additionalProperty) p += `/${e.params.additionalProperty}`;
+    if (!p.startsWith('/')) p = `/body${p}`;
+    const extra = e.params?.allowedValues ? ` (${e.params.allowedValues.join(', ')})` : '';
+    return { path: p, rule: String(e.keyword ?? 'schema'), message: `${e.message ?? 'is invalid'}${extra}` };
+  });
 }
 
 /**
@@ -165,11 +177,11 @@ export async function createOpenApiApp<C>(opts: OpenApiAppOptions<C>): Promise<H
           result = adminConfigured ? errorResult(new AppError('auth_failed', 'Invalid admin API key')) : errorResult(new AppError('unavailable', 'Admin API not configured'));
         } else if (op && opts.validationFail?.[op.operationId!]) {
           const fake = { request: { path: url.pathname, params: {}, query: {}, headers }, operation: op } as unknown as OaContext;
-          result = await opts.validationFail[op.operationId!](toReq(fake, raw, requestId, undefined), ctx, [{ path: '', message: 'body is not valid JSON' }]);
+          result = await opts.validationFail[op.operationId!](toReq(fake, raw, requestId, undefined), ctx, [{ path: '/body', rule: 'json', message: 'body is not valid JSON' }]);
         } else if (!op) {
           result = errorResult(new AppError('not_found', 'No such route'));
         } else {
-          result = errorResult(new AppError('validation_error', 'Request body is not valid JSON'));
+          result = errorResult(new AppError('validation_error', 'Request body is not valid JSON', { details: { errors: [{ path: '/body', rule: 'json', message: 'body is not valid JSON' }] } }));
         }
       } else {
         result = await api.handleRequest({ method: raw.method, path: url.pathname, query: url.search.slice(1), headers, body }, raw, requestId, body);
