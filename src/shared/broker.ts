@@ -23,6 +23,8 @@ export interface Broker {
   subscribe(channel: string, handler: MessageHandler): Promise<() => Promise<void>>;
   /** Called after the broker connection comes back (Redis only), so subscribers can resync. */
   onReconnect(fn: () => void): () => void;
+  /** False while the connection to the broker is down (messages published meanwhile are lost). */
+  connected(): boolean;
   close(): Promise<void>;
 }
 
@@ -45,6 +47,9 @@ export function createMemoryBroker(): Broker {
     onReconnect() {
       return () => {};
     },
+    connected() {
+      return true;
+    },
     async close() {
       ee.removeAllListeners();
     },
@@ -58,9 +63,15 @@ export async function createRedisBroker(url: string, logger: Logger): Promise<Br
   const handlers = new Map<string, Set<MessageHandler>>();
   const reconnectFns = new Set<() => void>();
   let wasDown = false;
+  let closing = false;
   for (const [name, conn] of [['pub', pub], ['sub', sub]] as const) {
     conn.on('error', (e: Error) => {
       if (!wasDown) logger.warn('redis connection error', { connection: name, error: e.message });
+      wasDown = true;
+    });
+    // A clean close (server restart, idle kill) emits no error but loses messages all the same.
+    conn.on('close', () => {
+      if (!wasDown && !closing) logger.warn('redis connection closed', { connection: name });
       wasDown = true;
     });
   }
@@ -114,7 +125,11 @@ export async function createRedisBroker(url: string, logger: Logger): Promise<Br
       reconnectFns.add(fn);
       return () => reconnectFns.delete(fn);
     },
+    connected() {
+      return pub.status === 'ready' && sub.status === 'ready';
+    },
     async close() {
+      closing = true;
       handlers.clear();
       reconnectFns.clear();
       pub.disconnect();
