@@ -38,7 +38,7 @@ export interface paths {
          *     `iat` and `exp` are required, the lifetime (`exp - iat`) is at most 300
          *     seconds, and `aud` must be `svc-context-webhook`. The audience keeps a
          *     Subscribe `auth_token` (also signed with `JWT_SECRET`, audience
-         *     `svc-context-subscribe`) from being replayed here, and the reverse. A missing,
+         *     `svc-subscribe`) from being replayed here, and the reverse. A missing,
          *     malformed, expired or wrongly signed token is a 401 `auth_failed`.
          *
          *     The body is a notification, not the source of truth: the receiver re-reads

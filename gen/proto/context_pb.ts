@@ -188,8 +188,8 @@ export type SubscribeRequest = Message<"svc.context.v1.SubscribeRequest"> & {
 
   /**
    * Either an HS256 JWT minted by `POST /api/context/token` (signed with JWT_SECRET,
-   * audience `svc-context-subscribe`, subject the agent_id, short expiry checked
-   * when the stream opens), or the agent's own API key.
+   * issuer `svc-control-plane`, audience `svc-subscribe`, subject the agent_id,
+   * short expiry checked when the stream opens), or the agent's own API key.
    *
    * @generated from field: string auth_token = 3;
    */
@@ -357,10 +357,19 @@ export const ContextService: GenService<{
   /**
    * Subscribe streams the context of one tag: a SNAPSHOT first, then an UPDATE
    * each time the tag moves, and a HEARTBEAT when the stream has been idle
-   * (every 30 seconds by default). Failures end the stream with a status:
-   * UNAUTHENTICATED (missing or bad auth_token), PERMISSION_DENIED (agent_id is
-   * not the agent the token belongs to, or that agent is not active),
-   * INVALID_ARGUMENT (empty or malformed tag), NOT_FOUND (unknown tag).
+   * (every 30 seconds by default, CONTEXT_HEARTBEAT_SECONDS). Failures end the
+   * stream with a status: UNAUTHENTICATED (missing or bad auth_token),
+   * PERMISSION_DENIED (agent_id is not the agent the token belongs to, or that
+   * agent is not active), INVALID_ARGUMENT (empty or malformed tag or agent_id),
+   * NOT_FOUND (unknown tag), UNAVAILABLE (the server is shutting down, or the store
+   * cannot be read: reconnect and you get a fresh SNAPSHOT).
+   *
+   * Every message carries the tag's full state, never a diff, so a client that
+   * reads slower than the tag moves receives the latest state, not every
+   * intermediate one. An update whose (bundle_id, bundle_version, updated_at)
+   * equals the last one the stream sent is not sent again. When the broker
+   * connection (Redis) comes back after an outage, every stream of the process
+   * is sent a fresh SNAPSHOT, since updates may have been missed meanwhile.
    *
    * @generated from rpc svc.context.v1.ContextService.Subscribe
    */
