@@ -45,7 +45,7 @@ fuzz: install
 	FUZZ_RUNS=2000 vitest run test/fuzz
 
 bench: install
-	tsx bench/run.ts
+	SVC_TEST_REAL=1 tsx bench/run.ts $(ONLY)
 
 clean:
 	rm -rf .svc-data node_modules/.installed

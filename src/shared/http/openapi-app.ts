@@ -81,6 +81,7 @@ function formatValidationErrors(errors: any[] | null | undefined): ValidationIss
       .replace(/^\/params/, '/path');
     if (e.params?.missingProperty) p += `/${e.params.missingProperty}`;
     if (e.params?.additionalProperty) p += `/${e.params.additionalProperty}`;
+    p = p.replace(/^\/requestBody/, '/body');
     if (!p.startsWith('/')) p = `/body${p}`;
     const extra = e.params?.allowedValues ? ` (${e.params.allowedValues.join(', ')})` : '';
     return { path: p, rule: String(e.keyword ?? 'schema'), message: `${e.message ?? 'is invalid'}${extra}` };

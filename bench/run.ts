@@ -1,0 +1,37 @@
+/**
+ * `make bench`: runs every bench/*.bench.ts module and prints one line per figure.
+ * Benchmarks report; they never fail the run (exit 0 whatever the figures).
+ * Run on PostgreSQL by setting DATABASE_URL (the figures that count); without it they run
+ * smaller on PGlite and are labelled so.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+export interface Bench {
+  real: boolean;
+  print(line: string): void;
+}
+
+const dir = path.dirname(fileURLToPath(import.meta.url));
+const only = process.argv.slice(2);
+const files = fs
+  .readdirSync(dir)
+  .filter((f) => f.endsWith('.bench.ts'))
+  .filter((f) => only.length === 0 || only.some((o) => f.startsWith(o)))
+  .sort();
+const real = !!process.env.DATABASE_URL;
+const b: Bench = { real, print: (line) => process.stdout.write(`${line}\n`) };
+b.print(`# svc benchmarks on ${real ? 'PostgreSQL (DATABASE_URL)' : 'PGlite (embedded; figures printed apart, not the targets)'}, ${new Date().toISOString()}`);
+for (const f of files) {
+  b.print(`## ${f}`);
+  const t0 = Date.now();
+  try {
+    const mod = await import(pathToFileURL(path.join(dir, f)).href);
+    await mod.default(b);
+  } catch (e) {
+    b.print(`!! ${f} failed: ${(e as Error)?.stack ?? e}`);
+  }
+  b.print(`## ${f} took ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+}
+process.exit(0);

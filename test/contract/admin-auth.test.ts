@@ -1,0 +1,63 @@
+/**
+ * The shared admin-auth suite, over every AdminKey operation of every contract (the list
+ * comes from the spec, not from a hand-written list): no key and a wrong key answer 401
+ * `Invalid admin API key`; with ADMIN_API_KEY unset (empty) 503 `Admin API not configured`.
+ * The check runs before any handler logic, so it holds even for unimplemented routes.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestStack, type TestStack } from '../harness.js';
+import { loadOperations, type LoadedOp } from './operations.js';
+import { Rng, valid, type Schema } from './gen-values.js';
+
+let ops: LoadedOp[];
+let configured: TestStack;
+let unconfigured: TestStack;
+
+beforeAll(async () => {
+  ops = (await loadOperations()).filter((o) => o.security.includes('AdminKey'));
+  configured = await startTestStack();
+  unconfigured = await startTestStack({ env: { ADMIN_API_KEY: '' }, testDb: configured.testDb });
+});
+afterAll(async () => {
+  await unconfigured?.close();
+  await configured?.close();
+});
+
+function requestFor(o: LoadedOp, base: string, r: Rng): { url: string; init: RequestInit } {
+  let p = o.op.path;
+  for (const prm of (o.op.parameters ?? []) as Array<{ name: string; in: string; schema?: Schema }>) {
+    if (prm.in === 'path') p = p.replace(`{${prm.name}}`, encodeURIComponent(String(valid(prm.schema, r)).replace(/\//g, '_')));
+  }
+  const rb = (o.op.requestBody as any)?.content?.['application/json']?.schema as Schema | undefined;
+  return { url: base + p, init: { method: o.op.method.toUpperCase(), headers: { 'content-type': 'application/json' }, body: rb ? JSON.stringify(valid(rb, r)) : undefined } };
+}
+
+async function expectRefused(o: LoadedOp, stack: TestStack, headers: Record<string, string>, status: number, message: string) {
+  const { url, init } = requestFor(o, stack.url(o.service), new Rng(o.id.length));
+  const res = await fetch(url, { ...init, headers: { ...(init.headers as Record<string, string>), ...headers } });
+  const body = await res.json();
+  expect({ op: o.id, status: res.status, body }).toEqual({ op: o.id, status, body: { error: status === 401 ? 'auth_failed' : 'unavailable', message } });
+}
+
+describe('admin-gated operations', () => {
+  it('exist in the contract', () => {
+    expect(ops.length).toBeGreaterThan(30);
+  });
+  it('refuse a missing admin key with 401', async () => {
+    for (const o of ops) await expectRefused(o, configured, {}, 401, 'Invalid admin API key');
+  });
+  it('refuse a wrong admin key with 401', async () => {
+    for (const o of ops) await expectRefused(o, configured, { 'x-admin-key': 'admin_wrong-key-000000000000000000' }, 401, 'Invalid admin API key');
+  });
+  it('refuse a key of the right length but one character off with 401', async () => {
+    const { ADMIN_KEY } = await import('../harness.js');
+    const off = ADMIN_KEY.slice(0, -1) + (ADMIN_KEY.endsWith('A') ? 'B' : 'A');
+    for (const o of ops) await expectRefused(o, configured, { 'x-admin-key': off }, 401, 'Invalid admin API key');
+  });
+  it('answer 503 when ADMIN_API_KEY is not configured, whatever key is sent', async () => {
+    for (const o of ops) {
+      await expectRefused(o, unconfigured, {}, 503, 'Admin API not configured');
+      await expectRefused(o, unconfigured, { 'x-admin-key': '' }, 503, 'Admin API not configured');
+    }
+  });
+});
