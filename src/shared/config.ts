@@ -32,6 +32,8 @@ export interface Config {
   licensePublicKey: string | null;
   agentKeyTtlDays: number;
   keyExpiryIntervalSeconds: number;
+  /** Context service streams: HEARTBEAT after this many idle seconds; the tag-state safety poll (0 = off). */
+  contextStream: { heartbeatSeconds: number; resyncSeconds: number };
   logLevel: 'debug' | 'info' | 'warn' | 'error';
   telemetry: {
     endpoint: string | null;
@@ -207,6 +209,10 @@ export function loadConfig(env: Env = process.env): Config {
     licensePublicKey: r.str('LICENSE_PUBLIC_KEY') || null,
     agentKeyTtlDays: r.int('AGENT_KEY_TTL_DAYS', 90, 1, 3650),
     keyExpiryIntervalSeconds: r.int('KEY_EXPIRY_INTERVAL_SECONDS', 3600, 1, 86400),
+    contextStream: {
+      heartbeatSeconds: r.int('CONTEXT_HEARTBEAT_SECONDS', 30, 1, 3600),
+      resyncSeconds: r.int('CONTEXT_RESYNC_SECONDS', 60, 0, 86400),
+    },
     logLevel,
     telemetry: {
       endpoint: r.str('TELEMETRY_ENDPOINT') || null,
