@@ -78,11 +78,26 @@ CREATE TABLE deployments (
   deployment_id    uuid PRIMARY KEY,
   project_bundles  text[] NOT NULL,
   resolved_bundles text[] NOT NULL,
-  status           text NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'inactive')),
+  -- A newer deployment of the same project bundle id supersedes an older one.
+  status           text NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'superseded')),
+  superseded_by    uuid,
+  superseded_at    timestamptz(3),
   created_by       text,
   created_at       timestamptz(3) NOT NULL DEFAULT now()
 );
 CREATE INDEX deployments_status_idx ON deployments (status);
 
+-- One counter bumped in the same transaction as every change to bundles, tags and
+-- deployments: processes compare it with the version of their in-memory materialization,
+-- so a stale cache cannot outlive a missed broker message by more than one check period.
+-- Writers take its row lock first, which also serializes content writes (publish-time
+-- cycle detection and version conflicts see each other's committed rows).
+CREATE TABLE content_version (
+  singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+  version   bigint NOT NULL
+);
+INSERT INTO content_version (singleton, version) VALUES (true, 0);
+
 GRANT SELECT, INSERT, UPDATE, DELETE ON bundles, bundle_scds, graph_nodes, graph_edges, tags, tag_history, deployments TO svc_app;
+GRANT SELECT, UPDATE ON content_version TO svc_app;
 GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO svc_app;

@@ -1,0 +1,131 @@
+/**
+ * Context selection (decisions.md, "Selection for an agent"): the SCDs of the active
+ * deployments that apply to the role, plus the SCDs that govern them (GOVERNED_BY,
+ * transitively), then the overrides added and the restrictions removed (a restriction wins).
+ *
+ * Order is deterministic: deployed SCDs in universe order (active deployments oldest first,
+ * each in resolution order, SCDs in manifest order), then overrides found outside the
+ * deployments, in the order given. Served from the in-memory materialization; results are
+ * cached per (role, overrides, restrictions) for the life of the snapshot.
+ */
+import type { AppContext } from '../../shared/app-context.js';
+import type { Db } from '../../shared/db/index.js';
+import { contentCache, snapshotCache, type Snapshot } from './materialization.js';
+
+export interface SelectedContext {
+  /** `bundle:<name>:<version>` of the bundles whose SCDs were selected, deterministic order. */
+  bundleIds: string[];
+  scdIds: string[];
+  /** SCD id -> YAML text. */
+  scdContent: Record<string, string>;
+  /** `JSON.stringify(scdContent)`, computed once per cached result (splice it into a response). */
+  scdContentJson: string;
+}
+
+/**
+ * The SCDs an agent gets from the active deployments: role-applicable SCDs plus those that
+ * govern them (GOVERNED_BY, transitively), then overrides added and restrictions removed
+ * (restriction wins). Deterministic order. An override that is not deployed is taken from
+ * the newest active published version that holds it; one stored nowhere is ignored.
+ * The returned object is shared between callers and frozen: do not mutate it.
+ */
+export async function selectContext(ctx: AppContext, input: { roleId: string; overrides: string[]; restrictions: string[] }): Promise<SelectedContext> {
+  const snap = await contentCache(ctx).current();
+  const key = `${input.roleId}\u0000${input.overrides.join('\u0001')}\u0000${input.restrictions.join('\u0001')}`;
+  const results = snapshotCache<SelectedContext>(snap, 'select');
+  const hit = results.get(key);
+  if (hit) return hit;
+  const result = await compute(ctx.db, snap, input);
+  results.set(key, result);
+  return result;
+}
+
+/** Universe indices applicable to the role, closed over GOVERNED_BY, ascending. */
+function roleBase(snap: Snapshot, roleId: string): number[] {
+  const cache = snapshotCache<number[]>(snap, 'role');
+  const hit = cache.get(roleId);
+  if (hit) return hit;
+  const picked = new Uint8Array(snap.scds.length);
+  const stack: number[] = [];
+  for (const e of snap.scds) {
+    if (e.roles === null || e.roles.has(roleId)) {
+      picked[e.index] = 1;
+      stack.push(e.index);
+    }
+  }
+  while (stack.length) {
+    for (const g of snap.scds[stack.pop()!]!.governedBy) {
+      if (!picked[g]) {
+        picked[g] = 1;
+        stack.push(g);
+      }
+    }
+  }
+  const out: number[] = [];
+  for (let i = 0; i < picked.length; i++) if (picked[i]) out.push(i);
+  cache.set(roleId, out);
+  return out;
+}
+
+type Extra = { id: string; bundleRef: string; yaml: string } | null;
+
+/** An SCD outside the deployments: the newest active published version holding it. */
+async function loadExtras(db: Db, snap: Snapshot, ids: string[]): Promise<Map<string, Extra>> {
+  const cache = snapshotCache<Extra>(snap, 'extra');
+  const missing = ids.filter((id) => !cache.has(id));
+  if (missing.length) {
+    const rows = await db.query<{ scd_id: string; bundle_id: string; bundle_version: string; content_yaml: string }>(
+      `SELECT DISTINCT ON (s.scd_id) s.scd_id, s.bundle_id, s.bundle_version, s.content_yaml
+         FROM bundle_scds s JOIN bundles b ON b.bundle_id = s.bundle_id AND b.version = s.bundle_version
+        WHERE s.scd_id = ANY($1::text[]) AND b.is_active AND b.version <> 'DRAFT'
+        ORDER BY s.scd_id, b.published_at DESC, b.bundle_id, b.version`,
+      [missing],
+    );
+    for (const id of missing) cache.set(id, null);
+    for (const r of rows) cache.set(r.scd_id, { id: r.scd_id, bundleRef: `${r.bundle_id}:${r.bundle_version}`, yaml: r.content_yaml });
+  }
+  return new Map(ids.map((id) => [id, cache.get(id) ?? null]));
+}
+
+async function compute(db: Db, snap: Snapshot, input: { roleId: string; overrides: string[]; restrictions: string[] }): Promise<SelectedContext> {
+  const restricted = new Set(input.restrictions);
+  let indices = roleBase(snap, input.roleId);
+  const outside: string[] = [];
+  if (input.overrides.length) {
+    const set = new Set(indices);
+    for (const o of input.overrides) {
+      const e = snap.byId.get(o);
+      if (e) set.add(e.index);
+      else if (!outside.includes(o)) outside.push(o);
+    }
+    if (set.size !== indices.length) indices = [...set].sort((a, b) => a - b);
+  }
+  const scdIds: string[] = [];
+  const scdContent: Record<string, string> = {};
+  const bundleIds: string[] = [];
+  const seenBundles = new Set<string>();
+  const add = (id: string, yaml: string, bundleRef: string) => {
+    if (restricted.has(id)) return;
+    scdIds.push(id);
+    scdContent[id] = yaml;
+    if (!seenBundles.has(bundleRef)) {
+      seenBundles.add(bundleRef);
+      bundleIds.push(bundleRef);
+    }
+  };
+  for (const i of indices) {
+    const e = snap.scds[i]!;
+    add(e.id, e.yaml, e.bundleRef);
+  }
+  const wanted = outside.filter((id) => !restricted.has(id));
+  if (wanted.length) {
+    for (const [id, x] of await loadExtras(db, snap, wanted)) if (x) add(id, x.yaml, x.bundleRef);
+  }
+  // Bundles in universe order (the order of the SCDs' first appearance already follows it).
+  return Object.freeze({
+    bundleIds: Object.freeze(bundleIds) as string[],
+    scdIds: Object.freeze(scdIds) as string[],
+    scdContent: Object.freeze(scdContent) as Record<string, string>,
+    scdContentJson: JSON.stringify(scdContent),
+  });
+}
