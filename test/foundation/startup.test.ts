@@ -1,0 +1,39 @@
+/** The real process: `tsx src/main.ts` refuses bad configurations with a message and exit 1. */
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { openConfiguredDb, StartupError } from '../../src/shared/app-context.js';
+import { loadConfig } from '../../src/shared/config.js';
+import { memoryLogger } from '../../src/shared/logger.js';
+import { REAL } from '../harness.js';
+
+const root = path.resolve(__dirname, '../..');
+function runMain(env: Record<string, string>) {
+  return spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', 'api'], {
+    cwd: root,
+    env: { PATH: process.env.PATH!, HOME: os.tmpdir(), ...env },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+}
+
+describe('start-up refusals', () => {
+  it('production without JWT_SECRET and DB_PASSWORD exits 1 naming both', () => {
+    const r = runMain({ NODE_ENV: 'production', SVC_DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'svc-s-')), DEPLOYMENT_ID: '0b1d6a8e-4a4e-4d38-9d0e-3f3b7a1c2d4e' });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/JWT_SECRET is required/);
+    expect(r.stderr).toMatch(/DB_PASSWORD is required/);
+  });
+  it('a weak JWT_SECRET exits 1', () => {
+    const r = runMain({ NODE_ENV: 'production', JWT_SECRET: 'secretsecretsecretsecretsecretsecret', DB_PASSWORD: 'x'.repeat(24), DEPLOYMENT_ID: '0b1d6a8e-4a4e-4d38-9d0e-3f3b7a1c2d4e', SVC_DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'svc-s-')) });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/JWT_SECRET is too weak/);
+  });
+  it.runIf(REAL)('connecting as a PostgreSQL superuser is refused', async () => {
+    const config = loadConfig({ DATABASE_URL: process.env.DATABASE_MIGRATION_URL || process.env.DATABASE_URL!, JWT_SECRET: 'k9T2vQx7Lm4Rz8Wp1Ys6Nb3Hc5Jd0Fg2Ae7', DB_PASSWORD: 'x'.repeat(24), DEPLOYMENT_ID: '0b1d6a8e-4a4e-4d38-9d0e-3f3b7a1c2d4e' });
+    await expect(openConfiguredDb(config, memoryLogger())).rejects.toThrow(StartupError);
+    await expect(openConfiguredDb(config, memoryLogger())).rejects.toThrow(/superuser/);
+  });
+});
