@@ -18,10 +18,12 @@ CREATE TABLE agents (
 );
 CREATE INDEX agents_role_idx ON agents (role_id);
 CREATE INDEX agents_status_idx ON agents (status);
+CREATE INDEX agents_created_idx ON agents (created_at, agent_id);
 
 CREATE TABLE agent_api_keys (
-  key_id       text PRIMARY KEY,
+  key_id       text PRIMARY KEY CHECK (key_id ~ '^[A-Za-z0-9._:-]{1,128}$'),
   agent_id     text NOT NULL REFERENCES agents (agent_id),
+  -- Only the prefix (lookup) and the hex SHA-256 of the key are stored, never the key.
   key_prefix   text NOT NULL CHECK (length(key_prefix) = 8),
   key_hash     text NOT NULL CHECK (key_hash ~ '^[0-9a-f]{64}$'),
   name         text,
@@ -50,17 +52,19 @@ CREATE TABLE agent_context_requests (
 CREATE INDEX agent_context_requests_agent_idx ON agent_context_requests (agent_id);
 
 CREATE TABLE mcp_servers (
-  server_id      text PRIMARY KEY CHECK (server_id ~ '^mcp_[A-Za-z0-9]+$'),
+  server_id      text PRIMARY KEY CHECK (server_id ~ '^mcp_[0-9a-f]{32}$'),
   name           text NOT NULL,
   description    text,
   status         text NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'inactive', 'deprecated')),
   owner_name     text,
-  owner_verified boolean NOT NULL DEFAULT false,
+  -- True only when owner_name was confirmed against an identity provider.
+  owner_verified boolean NOT NULL DEFAULT false CHECK (NOT owner_verified OR owner_name IS NOT NULL),
   created_by     text NOT NULL,
   created_at     timestamptz(3) NOT NULL DEFAULT now(),
   updated_at     timestamptz(3) NOT NULL DEFAULT now()
 );
 CREATE INDEX mcp_servers_status_idx ON mcp_servers (status);
+CREATE INDEX mcp_servers_created_idx ON mcp_servers (created_at, server_id);
 
 -- Every change to an agent's overrides and restrictions, in order (who, when, what).
 CREATE TABLE agent_policy_overrides (

@@ -2,4 +2,5 @@
 -- confirmed against an identity provider; false means manually asserted.
 ALTER TABLE agents
   ADD COLUMN owner_name text,
-  ADD COLUMN owner_verified boolean NOT NULL DEFAULT false;
+  ADD COLUMN owner_verified boolean NOT NULL DEFAULT false,
+  ADD CONSTRAINT agents_owner_verified_check CHECK (NOT owner_verified OR owner_name IS NOT NULL);

@@ -142,8 +142,8 @@ export interface paths {
          *     `role_id` is not required to exist in the graph yet (roles come from published
          *     SCDs). Override and restriction SCD ids are not required to exist (an SCD may be
          *     published later; an unknown id contributes nothing). `owner_verified` can only be
-         *     `false` at creation: it becomes true only through `PUT` once the owner has been
-         *     confirmed against an identity provider. `created_by` defaults to `admin` (the holder
+         *     `false`: it is true only when the owner was confirmed against an identity provider,
+         *     and none is configured in 0.3.0. `created_by` defaults to `admin` (the holder
          *     of the deployment admin key) when not given.
          */
         post: operations["createAgent"];
@@ -179,10 +179,11 @@ export interface paths {
          *       3.1: any state to the given state) but the agent counts toward the license cap
          *       again, so it may answer 402 `license_limit`; keys revoked at revocation stay
          *       revoked (issue new keys).
-         *     - Changing `owner_name` without also giving `owner_verified` resets `owner_verified`
-         *       to `false` (a new owner is unverified until confirmed). `owner_verified: true`
-         *       records the admin's attestation that the owner was confirmed against an identity
-         *       provider; it is rejected (400) when the resulting `owner_name` is null.
+         *     - `owner_verified` is true only when `owner_name` was confirmed against an identity
+         *       provider. No identity provider is configured in 0.3.0, so it is always `false`:
+         *       `owner_verified: true` is rejected (400, rule `owner_unverifiable`) and changes
+         *       nothing; `false` is accepted. Changing `owner_name` keeps it `false` (a manually
+         *       asserted owner, to be disclosed as such).
          */
         put: operations["updateAgent"];
         post?: never;
@@ -315,8 +316,8 @@ export interface paths {
          * @description Registers a tool connector with its accountable human owner. The answer is 200 (as
          *     the spec's table says, not 201). `server_id` is generated: `mcp_` + 32 random
          *     lowercase hex characters. `status` starts `active`. `owner_verified` can only be
-         *     `false` at creation (it becomes true only through PUT once confirmed against an
-         *     identity provider). `created_by` defaults to `admin` when not given. Names are not
+         *     `false`: it is true only when the owner was confirmed against an identity provider,
+         *     and none is configured in 0.3.0. `created_by` defaults to `admin` when not given. Names are not
          *     required to be unique.
          */
         post: operations["createMcpServer"];
@@ -340,9 +341,9 @@ export interface paths {
         /**
          * Update an MCP server (partial)
          * @description Partial update: only the given fields change, `updated_at` is set; at least one
-         *     field is required. Any status may be set from any status. Changing `owner_name`
-         *     without also giving `owner_verified` resets `owner_verified` to `false`;
-         *     `owner_verified: true` is rejected (400) when the resulting `owner_name` is null.
+         *     field is required. Any status may be set from any status. No identity provider is
+         *     configured in 0.3.0, so `owner_verified` is always `false`: `owner_verified: true` is
+         *     rejected (400, rule `owner_unverifiable`) and changes nothing; `false` is accepted.
          *     Answers 200 with the updated record.
          */
         put: operations["updateMcpServer"];
@@ -899,7 +900,7 @@ export interface components {
             restrictions?: components["schemas"]["ScdId"][];
             owner_name?: string | null;
             /**
-             * @description Only `false` at creation; set true later with PUT after identity-provider confirmation.
+             * @description Only `false` (no identity provider is configured in 0.3.0).
              * @enum {boolean}
              */
             owner_verified?: false;
@@ -913,6 +914,7 @@ export interface components {
             /** @enum {string} */
             status?: "active" | "suspended" | "revoked";
             owner_name?: string | null;
+            /** @description Only `false` is accepted (no identity provider is configured in 0.3.0; `true` is 400). */
             owner_verified?: boolean;
         };
         AgentPolicyUpdate: {
@@ -1029,6 +1031,7 @@ export interface components {
             description?: string | null;
             status?: components["schemas"]["McpServerStatus"];
             owner_name?: string | null;
+            /** @description Only `false` is accepted (no identity provider is configured in 0.3.0; `true` is 400). */
             owner_verified?: boolean;
         };
         McpServer: {

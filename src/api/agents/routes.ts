@@ -1,6 +1,16 @@
-/** Agent registry routes (spec 4.2). */
+/** Agent registry routes (spec 4.2): thin adapters from the contract to the verbs. */
 import type { RouteModule } from '../../shared/service.js';
+import { createAgent } from './create-agent.js';
+import { getAgent, listAgents } from './read-agents.js';
+import { revokeAgent, setAgentPolicy, updateAgent } from './update-agent.js';
 
 export const routes: RouteModule = {
-  handlers: {},
+  handlers: {
+    createAgent: async (req, ctx) => ({ status: 201, body: await createAgent(ctx, req.body) }),
+    listAgents: async (req, ctx) => ({ status: 200, body: await listAgents(ctx, req.query) }),
+    getAgent: async (req, ctx) => ({ status: 200, body: await getAgent(ctx, req.params.agent_id) }),
+    updateAgent: async (req, ctx) => ({ status: 200, body: await updateAgent(ctx, req.params.agent_id, req.body) }),
+    revokeAgent: async (req, ctx) => ({ status: 200, body: await revokeAgent(ctx, req.params.agent_id) }),
+    setAgentPolicy: async (req, ctx) => ({ status: 200, body: await setAgentPolicy(ctx, req.params.agent_id, req.body) }),
+  },
 };

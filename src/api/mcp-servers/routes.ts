@@ -1,6 +1,13 @@
 /** MCP server registry routes (spec 4.3). */
 import type { RouteModule } from '../../shared/service.js';
+import { createMcpServer, deleteMcpServer, getMcpServer, listMcpServers, updateMcpServer } from './service.js';
 
 export const routes: RouteModule = {
-  handlers: {},
+  handlers: {
+    createMcpServer: async (req, ctx) => ({ status: 200, body: await createMcpServer(ctx, req.body) }),
+    listMcpServers: async (req, ctx) => ({ status: 200, body: await listMcpServers(ctx, req.query) }),
+    getMcpServer: async (req, ctx) => ({ status: 200, body: await getMcpServer(ctx, req.params.server_id) }),
+    updateMcpServer: async (req, ctx) => ({ status: 200, body: await updateMcpServer(ctx, req.params.server_id, req.body) }),
+    deleteMcpServer: async (req, ctx) => ({ status: 200, body: await deleteMcpServer(ctx, req.params.server_id) }),
+  },
 };

@@ -1,0 +1,94 @@
+/**
+ * Key lifecycle verbs (spec 3.2): issue (plaintext returned once; only prefix and SHA-256
+ * stored), list, revoke. State changes are conditional on the stored status so that
+ * concurrent callers cannot both win, and every revocation invalidates the key cache on
+ * every process after its commit.
+ */
+import type { components } from '../../../gen/openapi/control-plane.js';
+import type { AppContext } from '../../shared/app-context.js';
+import { AppError } from '../../shared/errors.js';
+import { intentsFromStore } from './verify-key.js';
+import { generateApiKey, generateKeyId, hashKey, keyPrefix } from './key-material.js';
+import { invalidateKeys } from './key-cache.js';
+import { KEY_COLUMNS, listKeyRows, toApiKey, type KeyRow } from './key-store.js';
+
+export type IssueKeyInput = components['schemas']['ApiKeyIssueRequest'];
+export type IssuedApiKey = components['schemas']['IssuedApiKey'];
+export type ApiKeyList = components['schemas']['ApiKeyList'];
+
+const DAY_MS = 86_400_000;
+
+export async function issueApiKey(ctx: AppContext, agentId: string, input: IssueKeyInput = {}): Promise<IssuedApiKey> {
+  const now = ctx.clock.now();
+  const keyId = input.key_id ?? generateKeyId();
+  const days = input.expires_in_days ?? ctx.config.agentKeyTtlDays;
+  const expiresAt = new Date(now.getTime() + days * DAY_MS);
+  const apiKey = generateApiKey();
+  return ctx.db.tx(async (db) => {
+    // The row lock orders this issue against a concurrent agent revocation: a key can never
+    // be issued to an agent whose revocation committed first, nor survive one that follows.
+    const [agent] = await db.query<{ status: string; allowed_intents: unknown }>(
+      `SELECT status, allowed_intents FROM agents WHERE agent_id = $1 FOR UPDATE`,
+      [agentId],
+    );
+    if (!agent) throw new AppError('not_found', `Agent ${agentId} does not exist`);
+    if (agent.status === 'revoked') throw new AppError('conflict', `Agent ${agentId} is revoked: keys cannot be issued to it`, { details: { agent_status: 'revoked' } });
+    if (input.scopes) {
+      const allowed = new Set(intentsFromStore(agent.allowed_intents));
+      const errors = input.scopes
+        .map((s, i) => ({ s, i }))
+        .filter(({ s }) => !allowed.has(s))
+        .map(({ s, i }) => ({ path: `/body/scopes/${i}`, rule: 'scope_not_allowed', message: `scope "${s}" is not one of the agent's allowed intents` }));
+      if (errors.length) throw new AppError('validation_error', "scopes must be a subset of the agent's allowed intents", { details: { errors } });
+    }
+    const [row] = await db.query<KeyRow>(
+      `INSERT INTO agent_api_keys (key_id, agent_id, key_prefix, key_hash, name, scopes, is_active, status, created_at, expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6::text[], true, 'active', $7, $8)
+       ON CONFLICT (key_id) DO NOTHING
+       RETURNING ${KEY_COLUMNS}`,
+      [keyId, agentId, keyPrefix(apiKey), hashKey(apiKey), input.name ?? null, input.scopes ?? null, now, expiresAt],
+    );
+    if (!row) throw new AppError('conflict', `key_id ${keyId} is already in use`);
+    return {
+      key_id: row.key_id,
+      api_key: apiKey,
+      key_prefix: row.key_prefix,
+      agent_id: row.agent_id,
+      name: row.name,
+      scopes: row.scopes,
+      status: 'active',
+      created_at: row.created_at.toISOString(),
+      expires_at: row.expires_at!.toISOString(),
+    };
+  });
+}
+
+export async function listApiKeys(ctx: AppContext, agentId: string): Promise<ApiKeyList> {
+  const [agent] = await ctx.db.query(`SELECT 1 FROM agents WHERE agent_id = $1`, [agentId]);
+  if (!agent) throw new AppError('not_found', `Agent ${agentId} does not exist`);
+  const rows = await listKeyRows(ctx.db, agentId);
+  const now = ctx.clock.now();
+  return { agent_id: agentId, api_keys: rows.map((r) => toApiKey(r, now)), total: rows.length };
+}
+
+/** Moves an active key to revoked; a key that left `active` keeps its original revocation. */
+export async function revokeApiKey(ctx: AppContext, agentId: string, keyId: string, revokedBy: string): Promise<void> {
+  if (revokedBy.startsWith('system:')) {
+    throw new AppError('validation_error', 'revoked_by values starting with "system:" are reserved for the service', {
+      details: { errors: [{ path: '/query/revoked_by', rule: 'reserved', message: 'values starting with "system:" are reserved' }] },
+    });
+  }
+  const now = ctx.clock.now();
+  const revoked = await ctx.db.tx(async (db) => {
+    const [key] = await db.query<KeyRow>(`SELECT ${KEY_COLUMNS} FROM agent_api_keys WHERE key_id = $1 AND agent_id = $2 FOR UPDATE`, [keyId, agentId]);
+    if (!key) throw new AppError('not_found', `Key ${keyId} of agent ${agentId} does not exist`);
+    const status = toApiKey(key, now).status;
+    if (status !== 'active') throw new AppError('conflict', `Key ${keyId} is already ${status}`, { details: { status } });
+    await db.query(
+      `UPDATE agent_api_keys SET status = 'revoked', is_active = false, revoked_at = $3, revoked_by = $4 WHERE key_id = $1 AND agent_id = $2 AND status = 'active'`,
+      [keyId, agentId, now, revokedBy],
+    );
+    return true;
+  });
+  if (revoked) await invalidateKeys(ctx, { kind: 'keys', key_ids: [keyId] });
+}
