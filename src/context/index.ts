@@ -3,6 +3,7 @@ import type { GrpcServiceDef } from '../shared/service.js';
 import { healthHandler, httpService } from '../shared/http/service-app.js';
 import { routes as webhook } from './webhook/routes.js';
 import { contextRoutes } from './grpc/routes.js';
+import { startFanout } from './fanout/index.js';
 
 export const contextWebhookService = httpService({
   name: 'context-webhook',
@@ -17,4 +18,6 @@ export const contextGrpcService: GrpcServiceDef = {
   port: (c) => c.ports.contextGrpc,
   host: (c) => c.host,
   routes: contextRoutes,
+  // Ends Subscribe streams cleanly before the server drains its connections.
+  start: startFanout,
 };

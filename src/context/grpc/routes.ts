@@ -1,8 +1,11 @@
 /** Connect-RPC routes of the context service (spec 4.8). */
 import type { ConnectRouter } from '@connectrpc/connect';
 import type { AppContext } from '../../shared/app-context.js';
+import { ContextService } from '../../../gen/proto/context_pb.js';
+import { subscribeHandler } from './subscribe.js';
 
 export function contextRoutes(ctx: AppContext): (router: ConnectRouter) => void {
-  void ctx;
-  return () => {};
+  return (router) => {
+    router.service(ContextService, { subscribe: subscribeHandler(ctx) });
+  };
 }
