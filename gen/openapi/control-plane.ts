@@ -382,31 +382,58 @@ export interface paths {
          *
          *     Checks that reject the payload (400 `validation_error`, nothing stored;
          *     `details` is `BundleValidationDetails`: `bundle_id`, `version` and `errors`, each
-         *     error naming the offending `reference` where there is one):
+         *     error naming the offending `reference` where there is one; the message names the
+         *     bundle and the first problem). A body that fails the contract gets the same
+         *     details, with the store-dependent problems below added, so that every problem of a
+         *     bundle is reported at once:
          *     - the schema of this body (identifier shapes, required fields);
-         *     - bundle-type constraints: `concern` has empty `imports` and at least one SCD;
-         *       `domain` has at least one import and no SCDs; `project` has at least one import;
-         *       `meta` has at least one SCD;
-         *     - every id in `scds` is either in `documents` or already stored; every document's
-         *       id is listed in `scds`; document ids are unique;
+         *     - the loose SCS 0.3 bundle rules (the same rules as `svc validate`): SCD ids
+         *       `scd:<meta|standards|project>:<name>`, no duplicate SCDs, no self import;
+         *       bundle-type constraints: `concern` has empty `imports` and at least one SCD,
+         *       `domain` at least one import and no SCDs, `project` at least one import and no
+         *       SCDs, `meta` at least one SCD and no imports, `standards` imports or SCDs but not
+         *       both (XOR); SCD tiers match the bundle type (`meta` holds meta SCDs, `standards`
+         *       standards SCDs, `concern` project SCDs) (rule `scd_tier`);
+         *     - the import hierarchy (meta, standards, domain, concern, project), by the type of
+         *       the version each import resolves to (rule `import_hierarchy`): `meta` and
+         *       `concern` import nothing; `standards` imports meta and standards; `domain` imports
+         *       meta, standards and concern (at least one concern); `project` imports meta,
+         *       standards, domain and concern;
+         *     - every id in `scds` is either in `documents` or already stored (rule
+         *       `scd_unresolved`; a stored SCD's content is copied from the newest active version
+         *       holding it); every document's id is listed in `scds` (`document_unlisted`);
+         *       document ids are unique (`duplicate_document`);
          *     - every import resolves to a stored, active, non-DRAFT version (a pinned reference
          *       to exactly that version; an unpinned `bundle:<name>` to the highest active
-         *       version) and a bundle does not import itself.
+         *       version) (rules `import_unresolved`, `import_inactive`; the message lists the
+         *       stored versions);
+         *     - the new version closes no import cycle (rule `import_cycle`; the message spells
+         *       the cycle, `Import cycle: bundle:a:1.0.0 -> bundle:b:1.0.0 -> bundle:a:1.0.0`):
+         *       an unpinned import elsewhere may resolve to the version being published.
          *
-         *     Checks that do not reject (201, `validation_status` `invalid`, findings in
-         *     `validation_errors`): strict SCS conformance of each SCD document (tier JSON
-         *     Schema, relationship targets that resolve to no stored or included SCD). With no
-         *     finding `validation_status` is `valid`. A version with findings is stored and can
-         *     be tagged and deployed; the findings stay visible on the version. `pending` is only
-         *     seen on versions stored before validation existed.
+         *     Checks that do not reject (201, findings in `validation_errors`, each with a
+         *     `severity`): strict SCS conformance of the manifest (the SCS bundle JSON Schema, a
+         *     project imports a pinned meta bundle) and of each SCD document (identity fields,
+         *     tier JSON Schema, relationship types and tiers), and relationship targets that
+         *     resolve to no stored or included SCD (a `warning`: the target may be published
+         *     later). `validation_status` is `invalid` when a finding has severity `error`,
+         *     otherwise `valid` (warnings are listed but do not invalidate). A version with
+         *     findings is stored and can be tagged and deployed; the findings stay visible on the
+         *     version. `pending` is only seen on versions stored before validation existed.
          *
          *     Versions: a semver version is immutable; posting an existing `(id, version)` is 409
          *     (even when that version is deactivated). `DRAFT` is the one mutable version: posting
          *     `DRAFT` again replaces the stored draft (201, `status` `draft`); a draft is never
          *     chosen by an unpinned import and cannot be tagged or deployed. On success the
-         *     version's SCD contents are snapshotted with it, CONTAINS, IMPORTS, APPLIES_TO,
-         *     GOVERNED_BY and REFERENCES edges are written, and `published_at` is set (null for a
-         *     draft).
+         *     version's SCD contents are snapshotted with it (each SCD as YAML text), CONTAINS,
+         *     IMPORTS, APPLIES_TO, GOVERNED_BY and REFERENCES edges are written, and
+         *     `published_at` is set (null for a draft). Edges (decisions.md): CONTAINS bundle to
+         *     SCD; IMPORTS bundle to the version each import resolved to at publication;
+         *     APPLIES_TO SCD to role from the SCD's own `applies_to.roles`, else the bundle's
+         *     `applies_to.roles` (the SCD's own list wins); an SCD with neither applies to every
+         *     role. Relationship `satisfies`/`implements` gives source GOVERNED_BY target,
+         *     `constrains` gives target GOVERNED_BY source, any other type gives source
+         *     REFERENCES target (the type kept on the edge).
          */
         post: operations["createBundle"];
         delete?: never;
@@ -468,7 +495,8 @@ export interface paths {
          *     tags with PUT). `resolved_bundle_ids` (the target plus its transitive imports,
          *     deduplicated, in resolution order) and `context_yaml` are computed and cached at
          *     this point. A tag-update notification `{tag, bundle_id, bundle_version, updated_at}`
-         *     is published (channel `svc:tag-updates`, and the context service webhook).
+         *     is published on the broker channel `svc:tag-updates` after commit (which the context
+         *     service's Subscribe streams listen to on every process).
          */
         post: operations["createTag"];
         delete?: never;
@@ -525,7 +553,29 @@ export interface paths {
          *     `details.reference`; duplicate entries are 400. `deployment_id` (UUID) is generated
          *     when missing; an existing one is 409. `project_bundles` and `resolved_bundles` are
          *     answered as pinned references `bundle:<name>:<version>`; `resolved_bundles` is the
-         *     deduplicated transitive closure including the project bundles, in resolution order.
+         *     deduplicated transitive closure including the project bundles, in resolution order
+         *     (depth first, imports in manifest order, first visit wins). Imports are resolved
+         *     at this moment (unpinned: the highest active version) and frozen in the deployment:
+         *     publishing a newer version changes nothing until the next deployment. An import
+         *     that resolves to no active version is 409 with `details.reference`; an import cycle
+         *     is 400 with the cycle in the message.
+         *
+         *     Supersession: the new deployment supersedes every active deployment that deploys one
+         *     of the same bundle ids (whatever the version): their `status` becomes `superseded`
+         *     and `superseded_by` names the new deployment. Deploying `bundle:x:0.2.0` after
+         *     `bundle:x:0.1.0` therefore replaces it; deployments of other bundles stay active.
+         *
+         *     Selection for an agent (the context API): the SCDs contained in the bundles of the
+         *     active deployments that apply to the agent's role (APPLIES_TO, or no APPLIES_TO at
+         *     all), plus the SCDs that govern them (GOVERNED_BY, transitively, within the
+         *     deployed SCDs); then the agent's overrides are added (an override that is not
+         *     deployed is taken from the newest active published version holding it) and its
+         *     restrictions removed (a restriction wins). Order: active deployments oldest first,
+         *     each in resolution order, SCDs in manifest order (an SCD held by several deployed
+         *     bundles appears once, with the content of its first occurrence), then undeployed
+         *     overrides in the order given. Every process serves selection from an in-memory
+         *     materialization refreshed on every content change (broker channel
+         *     `svc:content-changes`, plus a version check at least once a second).
          */
         post: operations["createDeployment"];
         delete?: never;
@@ -823,6 +873,11 @@ export interface components {
             message: string;
             /** @description The SCD id or bundle reference the issue is about, when there is one. */
             reference?: string;
+            /**
+             * @description Set on stored bundle findings (`validation_errors`); absent on rejections.
+             * @enum {string}
+             */
+            severity?: "error" | "warning";
         };
         /**
          * @description `details` of a 400 from `POST /api/bundles`. `bundle_id` and `version` are those of
@@ -1057,6 +1112,7 @@ export interface components {
             limit: number;
             offset: number;
         };
+        /** @description The roles an SCD applies to (full role ids). Without `applies_to` an SCD applies to every role. */
         AppliesTo: {
             roles: components["schemas"]["RoleId"][];
         };
@@ -1220,10 +1276,11 @@ export interface components {
             offset: number;
         };
         /**
-         * @description Only `active` exists in 0.3.0; no route retires a deployment.
+         * @description `active` until a later deployment of one of the same bundle ids supersedes it
+         *     (`superseded`); no other transition exists.
          * @enum {string}
          */
-        DeploymentStatus: "active";
+        DeploymentStatus: "active" | "superseded";
         ProjectBundleInput: {
             id: components["schemas"]["BundleId"];
             version: components["schemas"]["Semver"];
@@ -1239,6 +1296,11 @@ export interface components {
             project_bundles: components["schemas"]["PinnedBundleRef"][];
             resolved_bundles: components["schemas"]["PinnedBundleRef"][];
             status: components["schemas"]["DeploymentStatus"];
+            /**
+             * Format: uuid
+             * @description The deployment that superseded this one; null while active.
+             */
+            superseded_by: string | null;
             /** Format: date-time */
             created_at: string;
         };
