@@ -1,6 +1,68 @@
-/** Collector store API (spec 4.9). */
+/**
+ * Collector store API (spec 4.9, port 7002, no authentication) and the collectors' start:
+ * each collector runs only when its input is configured (a file for the two tailers, a base
+ * URL and a key for the chat poller) and registers its activity_sources row as it starts.
+ */
+import type { AppContext } from '../../shared/app-context.js';
 import type { RouteModule } from '../../shared/service.js';
+import { codeCli } from '../code-cli/definition.js';
+import { cowork } from '../cowork/definition.js';
+import { ChatPoller } from '../chat/poller.js';
+import { createOtlpCollector } from '../otlp/collector.js';
+import { collectorRedactor, collectorStore } from '../store/context.js';
+import { getActivitySourceCoverage, getActivityStats, listActivitySources, listObservedActivity } from './service.js';
+
+/** Starts the configured collectors; returns their stop function. */
+export async function startCollectors(ctx: AppContext): Promise<() => Promise<void>> {
+  const cfg = ctx.config.collector;
+  const log = ctx.logger.child({ service: 'collector' });
+  const store = collectorStore(ctx);
+  const redactor = collectorRedactor(ctx);
+  if (!cfg.hmacSecret) {
+    log.warn('COLLECTOR_HMAC_SECRET is not set: e-mail and IP addresses are replaced by [redacted] instead of keyed hashes (masked, but no longer correlatable)');
+  }
+  const stops: Array<() => Promise<void>> = [];
+  for (const [def, file] of [
+    [cowork, cfg.coworkFile],
+    [codeCli, cfg.codeCliFile],
+  ] as const) {
+    if (!file) continue;
+    const tailer = createOtlpCollector(ctx, store, redactor, def, file);
+    tailer.start();
+    stops.push(() => tailer.stop());
+    log.info('collector started', { source_id: def.profile.sourceId, file });
+  }
+  if (cfg.chatBaseUrl && cfg.chatApiKey) {
+    const poller = new ChatPoller({
+      store,
+      redactor,
+      logger: log.child({ collector: 'vendor-enterprise-chat' }),
+      clock: ctx.clock,
+      baseUrl: cfg.chatBaseUrl,
+      apiKey: cfg.chatApiKey,
+      pollSeconds: cfg.chatPollSeconds,
+      backfillOnFirstRun: cfg.backfillOnFirstRun,
+    });
+    poller.start();
+    stops.push(() => poller.stop());
+    log.info('collector started', { source_id: 'vendor-enterprise-chat', poll_seconds: cfg.chatPollSeconds });
+  } else if (cfg.chatBaseUrl || cfg.chatApiKey) {
+    log.warn('chat collector not started: it needs both COLLECTOR_CHAT_BASE_URL and COLLECTOR_CHAT_API_KEY');
+  }
+  return async () => {
+    await Promise.all(stops.map((s) => s()));
+  };
+}
 
 export const routes: RouteModule = {
-  handlers: {},
+  handlers: {
+    listObservedActivity: (req, ctx) => ({
+      status: 200,
+      body: listObservedActivity(ctx, { limit: req.query.limit, sourceId: typeof req.query.source_id === 'string' ? req.query.source_id : undefined }),
+    }),
+    listActivitySources: (_req, ctx) => ({ status: 200, body: listActivitySources(ctx) }),
+    getActivitySourceCoverage: (req, ctx) => ({ status: 200, body: getActivitySourceCoverage(ctx, String(req.params.source_id)) }),
+    getActivityStats: (_req, ctx) => ({ status: 200, body: getActivityStats(ctx) }),
+  },
+  start: startCollectors,
 };

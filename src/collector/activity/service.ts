@@ -1,0 +1,34 @@
+/** Verbs of the collector store API (spec 4.9). They read the store; none writes. */
+import type { AppContext } from '../../shared/app-context.js';
+import { AppError } from '../../shared/errors.js';
+import { collectorStore } from '../store/context.js';
+import type { ActivitySource, ActivityStats, CoverageManifest, ObservedActivity, SourceId } from '../store/store.js';
+
+export const OBSERVED_DEFAULT_LIMIT = 50;
+export const OBSERVED_MAX_LIMIT = 500;
+
+/** Clamped, not refused (spec 8): below 1 reads as 1, above 500 as 500, absent as 50. */
+export function clampLimit(raw: unknown): number {
+  const n = typeof raw === 'number' ? raw : typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : NaN;
+  if (!Number.isFinite(n)) return OBSERVED_DEFAULT_LIMIT;
+  return Math.min(OBSERVED_MAX_LIMIT, Math.max(1, Math.trunc(n)));
+}
+
+export function listObservedActivity(ctx: AppContext, input: { limit?: unknown; sourceId?: string }): { events: ObservedActivity[]; limit: number } {
+  const limit = clampLimit(input.limit);
+  return { events: collectorStore(ctx).listObserved({ limit, sourceId: input.sourceId }), limit };
+}
+
+export function listActivitySources(ctx: AppContext): { sources: ActivitySource[] } {
+  return { sources: collectorStore(ctx).listSources() };
+}
+
+export function getActivitySourceCoverage(ctx: AppContext, sourceId: string): CoverageManifest & { source_id: SourceId } {
+  const m = collectorStore(ctx).getCoverage(sourceId);
+  if (!m) throw new AppError('not_found', `No activity source ${sourceId}`);
+  return m;
+}
+
+export function getActivityStats(ctx: AppContext): ActivityStats {
+  return collectorStore(ctx).stats();
+}

@@ -1,0 +1,180 @@
+/**
+ * Redaction applied to every value before a row is written (spec 2.13, decisions.md):
+ * no e-mail address and no raw IP address may ever reach a row, raw_attributes included.
+ *
+ * - Keys that name a personal value (an e-mail or IP key, and the per-collector extra keys
+ *   such as cowork's prompt text) are replaced whole by `hmac-sha256:<hex>`, the keyed
+ *   hash of the value, so that equal values still correlate but cannot be reversed or
+ *   confirmed by a dictionary without the secret.
+ * - Every other string, at any depth, is scanned: each embedded e-mail address or IP
+ *   address is replaced by its own mask. This is what keeps an address typed into an
+ *   opted-in prompt or an error message out of the store.
+ *
+ * E-mail addresses are hashed lowercased and trimmed (the same person, however the source
+ * spells the address, gets one hash). Without a secret (never in embedded mode, where one
+ * is generated) values are replaced by `[redacted]` instead: masked, but not correlatable.
+ */
+import { createHmac } from 'node:crypto';
+import net from 'node:net';
+
+export const MASK_PREFIX = 'hmac-sha256:';
+export const MASK_NO_SECRET = '[redacted]';
+
+/** Broad on purpose: anything that looks like local@domain.tld is treated as an address. */
+export const EMAIL_RE = /[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g;
+const OCTET = '(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)';
+export const IPV4_RE = new RegExp(`(?<![\\d.])(?:${OCTET}\\.){3}${OCTET}(?!\\.?\\d)`, 'g');
+/** Candidates only; each is confirmed with net.isIP before it is masked. */
+const IPV6_CANDIDATE_RE = /[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?::\d{1,3}(?:\.\d{1,3}){3})?/g;
+
+/** Keys whose whole value is personal: e-mail and IP keys, at the last dotted part. */
+const EMAIL_KEY_RE = /(^|[._])(e-?mail|email_address|unauthenticated_email_address)$/i;
+const IP_KEY_RE = /(^|[._])(ip|ip_address|ipaddress|client_ip|remote_ip)$/i;
+/** Version strings (`1.2.3.4`) are not addresses. */
+const VERSION_KEY_RE = /(^|[._])version$/i;
+
+export interface RedactionResult<T> {
+  value: T;
+  /** Top-level keys (dotted paths for nested objects such as `actor.email_address`) that were masked. */
+  maskedKeys: Set<string>;
+  maskedCount: number;
+}
+
+export interface RedactOptions {
+  /** Keys (exact, top level) whose whole value is masked for this source. */
+  maskKeys?: ReadonlySet<string>;
+  /** Values that mean "already redacted upstream" and are kept as they are. */
+  keepValues?: ReadonlySet<string>;
+}
+
+export class Redactor {
+  private readonly cache = new Map<string, string>();
+
+  constructor(private readonly secret: string | null) {}
+
+  /** The keyed hash of a value, as stored: `hmac-sha256:<hex>`. */
+  mask(value: string): string {
+    if (!this.secret) return MASK_NO_SECRET;
+    let out = this.cache.get(value);
+    if (out === undefined) {
+      out = MASK_PREFIX + createHmac('sha256', this.secret).update(value, 'utf8').digest('hex');
+      // Bounded: the same few addresses repeat on every event of a session.
+      if (this.cache.size >= 10_000) this.cache.clear();
+      this.cache.set(value, out);
+    }
+    return out;
+  }
+
+  /** Masks an e-mail address (normalized: trimmed, lowercased). */
+  maskEmail(value: string): string {
+    return this.mask(value.trim().toLowerCase());
+  }
+
+  /** Replaces embedded e-mail and IP addresses in free text; returns the text and the count. */
+  scrubString(s: string, isVersion = false): [string, number] {
+    let n = 0;
+    if (s.indexOf('@') >= 0) {
+      s = s.replace(EMAIL_RE, (m) => {
+        n++;
+        return this.maskEmail(m);
+      });
+    }
+    if (!isVersion && s.length >= 7 && s.indexOf('.') >= 0) {
+      s = s.replace(IPV4_RE, (m) => {
+        n++;
+        return this.mask(m);
+      });
+    }
+    if (s.length >= 3 && s.indexOf(':') >= 0 && s.indexOf(':') !== s.lastIndexOf(':')) {
+      s = s.replace(IPV6_CANDIDATE_RE, (m) => {
+        if (m.length < 3 || net.isIP(m) !== 6 || (!/\d/.test(m) && m.length < 6)) return m;
+        n++;
+        return this.mask(m.toLowerCase());
+      });
+    }
+    return [s, n];
+  }
+
+  /**
+   * Redacts a flat attribute map (values may nest). The result is a new object; the input
+   * is not changed.
+   */
+  redactAttributes(attrs: Record<string, unknown>, opts: RedactOptions = {}): RedactionResult<Record<string, unknown>> {
+    const maskedKeys = new Set<string>();
+    let maskedCount = 0;
+    const out: Record<string, unknown> = {};
+    for (const rawKey of Object.keys(attrs)) {
+      const v = attrs[rawKey];
+      // An address can be used as a key, too.
+      const [key, keyMasks] = this.scrubString(rawKey);
+      if (keyMasks) {
+        maskedKeys.add(key);
+        maskedCount += keyMasks;
+      }
+      if (v === null || v === undefined || v === '') {
+        out[key] = v;
+        continue;
+      }
+      if (typeof v === 'string' && opts.keepValues?.has(v)) {
+        out[key] = v;
+        continue;
+      }
+      const emailKey = EMAIL_KEY_RE.test(key);
+      if (emailKey || IP_KEY_RE.test(key) || opts.maskKeys?.has(key)) {
+        const text = typeof v === 'string' ? v : JSON.stringify(v);
+        out[key] = emailKey ? this.maskEmail(text) : this.mask(text);
+        maskedKeys.add(key);
+        maskedCount++;
+        continue;
+      }
+      const [nv, n] = this.scrubValue(v, VERSION_KEY_RE.test(key), 0);
+      out[key] = nv;
+      if (n > 0) {
+        maskedKeys.add(key);
+        maskedCount += n;
+      }
+    }
+    return { value: out, maskedKeys, maskedCount };
+  }
+
+  private scrubValue(v: unknown, isVersion: boolean, depth: number): [unknown, number] {
+    if (typeof v === 'string') return this.scrubString(v, isVersion);
+    if (v === null || typeof v !== 'object') return [v, 0];
+    if (depth > 32) return [MASK_NO_SECRET, 1]; // pathological nesting: drop rather than risk a leak
+    let n = 0;
+    if (Array.isArray(v)) {
+      const arr = v.map((x) => {
+        const [nx, c] = this.scrubValue(x, isVersion, depth + 1);
+        n += c;
+        return nx;
+      });
+      return [arr, n];
+    }
+    const obj: Record<string, unknown> = {};
+    for (const k of Object.keys(v)) {
+      const x = (v as Record<string, unknown>)[k];
+      if (typeof x === 'string' && x !== '' && (EMAIL_KEY_RE.test(k) || IP_KEY_RE.test(k))) {
+        obj[k] = EMAIL_KEY_RE.test(k) ? this.maskEmail(x) : this.mask(x);
+        n++;
+        continue;
+      }
+      const [nx, c] = this.scrubValue(x, isVersion || VERSION_KEY_RE.test(k), depth + 1);
+      obj[k] = nx;
+      n += c;
+    }
+    // Keys are scrubbed too: an address can be used as a map key.
+    let keyMasks = 0;
+    const rekeyed: Record<string, unknown> = {};
+    for (const k of Object.keys(obj)) {
+      const [nk, c] = this.scrubString(k);
+      keyMasks += c;
+      rekeyed[nk] = obj[k];
+    }
+    return [keyMasks ? rekeyed : obj, n + keyMasks];
+  }
+}
+
+/** Sorted JSON array text of the masked keys, or null when nothing was masked. */
+export function maskedKeysColumn(keys: Set<string>): string | null {
+  return keys.size ? JSON.stringify([...keys].sort()) : null;
+}

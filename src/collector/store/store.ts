@@ -1,0 +1,250 @@
+/**
+ * The collector store: one SQLite database (better-sqlite3), separate from PostgreSQL.
+ *
+ * Invariants:
+ * - `commit` writes a batch of rows, the source's counters and statistics, and the
+ *   collector's progress (tail offset or feed cursor) in ONE transaction: either the rows
+ *   and the position after them are both durable, or neither is. A restart resumes from
+ *   the position, and `INSERT OR IGNORE` on the deterministic event_id makes any replay
+ *   insert nothing twice.
+ * - `activity_sources.event_count`, `first_event_at`, `last_event_at` move only with rows
+ *   actually inserted, and are recomputed from the table at registration.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import type { components } from '../../../gen/openapi/collector.js';
+import { SCHEMA_SQL, SCHEMA_VERSION, type EventType } from './schema.js';
+
+export type SourceId = components['schemas']['SourceId'];
+export type ObservedActivity = components['schemas']['ObservedActivity'];
+export type ActivitySource = components['schemas']['ActivitySource'];
+export type ActivityStats = components['schemas']['ActivityStats'];
+
+export interface CoverageManifest {
+  captures: string[];
+  does_not_capture: string[];
+  caveats: string[];
+}
+
+/** A row as written: raw_attributes is JSON text. */
+export interface ActivityRow {
+  event_id: string;
+  source_id: SourceId;
+  observed_at: string;
+  correlation_id: string | null;
+  session_id: string | null;
+  actor_identity: string | null;
+  event_name: string;
+  event_type: EventType;
+  tool_name: string | null;
+  mcp_server_scope: string | null;
+  success: 'true' | 'false' | null;
+  decision: string | null;
+  decision_source: string | null;
+  model: string | null;
+  cost_usd: number | null;
+  input_tokens: number | null;
+  output_tokens: number | null;
+  duration_ms: number | null;
+  error_message: string | null;
+  redaction_masked_keys: string | null;
+  redaction_masked_count: number | null;
+  raw_attributes: string;
+  ingested_at: string;
+}
+
+export interface TailState {
+  active_path: string;
+  file_key: string | null;
+  file_path: string | null;
+  file_offset: number;
+  file_mtime_ms: number | null;
+  fingerprint: string | null;
+  fingerprint_len: number;
+}
+
+export interface CommitInput {
+  rows: ActivityRow[];
+  counters?: Record<string, number>;
+  tail?: TailState;
+  cursor?: unknown;
+}
+
+const COLUMNS = [
+  'event_id', 'source_id', 'observed_at', 'correlation_id', 'session_id', 'actor_identity', 'event_name', 'event_type',
+  'tool_name', 'mcp_server_scope', 'success', 'decision', 'decision_source', 'model', 'cost_usd', 'input_tokens',
+  'output_tokens', 'duration_ms', 'error_message', 'redaction_masked_keys', 'redaction_masked_count', 'raw_attributes', 'ingested_at',
+] as const;
+
+export class CollectorStore {
+  readonly db: Database.Database;
+  private readonly insertRow: Database.Statement;
+  private readonly bumpSource: Database.Statement;
+  private readonly bumpCounter: Database.Statement;
+  private readonly putTail: Database.Statement;
+  private readonly putCursor: Database.Statement;
+  private readonly commitTx: (sourceId: SourceId, input: CommitInput, now: string) => number;
+
+  constructor(file: string) {
+    if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+    this.db = new Database(file);
+    // WAL + NORMAL: a crash may lose the last transactions, but rows and the position
+    // after them are lost together, so the collector simply reads them again.
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = NORMAL');
+    this.db.pragma('busy_timeout = 5000');
+    const version = this.db.pragma('user_version', { simple: true }) as number;
+    if (version > SCHEMA_VERSION) {
+      this.db.close();
+      throw new Error(`collector store ${file} has schema version ${version}, newer than this build (${SCHEMA_VERSION})`);
+    }
+    this.db.exec(SCHEMA_SQL);
+    this.db.pragma(`user_version = ${SCHEMA_VERSION}`);
+
+    this.insertRow = this.db.prepare(
+      `INSERT OR IGNORE INTO observed_activity_log (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map((c) => '@' + c).join(', ')})`,
+    );
+    this.bumpSource = this.db.prepare(
+      `UPDATE activity_sources SET event_count = event_count + @n,
+         first_event_at = CASE WHEN first_event_at IS NULL OR @first < first_event_at THEN @first ELSE first_event_at END,
+         last_event_at = CASE WHEN last_event_at IS NULL OR @last > last_event_at THEN @last ELSE last_event_at END
+       WHERE source_id = @source_id`,
+    );
+    this.bumpCounter = this.db.prepare(
+      `INSERT INTO collector_counters (source_id, name, value) VALUES (?, ?, ?)
+       ON CONFLICT (source_id, name) DO UPDATE SET value = value + excluded.value`,
+    );
+    this.putTail = this.db.prepare(
+      `INSERT INTO collector_tail_state (source_id, active_path, file_key, file_path, file_offset, file_mtime_ms, fingerprint, fingerprint_len, updated_at)
+       VALUES (@source_id, @active_path, @file_key, @file_path, @file_offset, @file_mtime_ms, @fingerprint, @fingerprint_len, @updated_at)
+       ON CONFLICT (source_id) DO UPDATE SET active_path = excluded.active_path, file_key = excluded.file_key, file_path = excluded.file_path,
+         file_offset = excluded.file_offset, file_mtime_ms = excluded.file_mtime_ms, fingerprint = excluded.fingerprint,
+         fingerprint_len = excluded.fingerprint_len, updated_at = excluded.updated_at`,
+    );
+    this.putCursor = this.db.prepare(
+      `INSERT INTO collector_cursor (source_id, cursor_json, updated_at) VALUES (?, ?, ?)
+       ON CONFLICT (source_id) DO UPDATE SET cursor_json = excluded.cursor_json, updated_at = excluded.updated_at`,
+    );
+    this.commitTx = this.db.transaction((sourceId: SourceId, input: CommitInput, now: string) => {
+      let inserted = 0;
+      let first: string | null = null;
+      let last: string | null = null;
+      for (const row of input.rows) {
+        if (this.insertRow.run(row).changes === 1) {
+          inserted++;
+          if (first === null || row.observed_at < first) first = row.observed_at;
+          if (last === null || row.observed_at > last) last = row.observed_at;
+        }
+      }
+      if (inserted) this.bumpSource.run({ n: inserted, first, last, source_id: sourceId });
+      const duplicates = input.rows.length - inserted;
+      if (duplicates) this.bumpCounter.run(sourceId, 'events_duplicate', duplicates);
+      if (inserted) this.bumpCounter.run(sourceId, 'events_ingested', inserted);
+      for (const [name, n] of Object.entries(input.counters ?? {})) if (n) this.bumpCounter.run(sourceId, name, n);
+      if (input.tail) this.putTail.run({ source_id: sourceId, ...input.tail, updated_at: now });
+      if (input.cursor !== undefined) this.putCursor.run(sourceId, JSON.stringify(input.cursor), now);
+      return inserted;
+    });
+  }
+
+  /**
+   * Registers (or refreshes) a collector's activity_sources row with its manifest, and
+   * recomputes its statistics from the table so that they are true whatever happened before.
+   */
+  registerSource(sourceId: SourceId, description: string, coverage: CoverageManifest): void {
+    this.db.transaction(() => {
+      this.db
+        .prepare(
+          `INSERT INTO activity_sources (source_id, description, coverage_json) VALUES (?, ?, ?)
+           ON CONFLICT (source_id) DO UPDATE SET description = excluded.description, coverage_json = excluded.coverage_json`,
+        )
+        .run(sourceId, description, JSON.stringify(coverage));
+      this.db
+        .prepare(
+          `UPDATE activity_sources SET
+             event_count = (SELECT count(*) FROM observed_activity_log WHERE source_id = @s),
+             first_event_at = (SELECT min(observed_at) FROM observed_activity_log WHERE source_id = @s),
+             last_event_at = (SELECT max(observed_at) FROM observed_activity_log WHERE source_id = @s)
+           WHERE source_id = @s`,
+        )
+        .run({ s: sourceId });
+    })();
+  }
+
+  /** Writes rows and progress atomically; returns the number of rows actually inserted. */
+  commit(sourceId: SourceId, input: CommitInput, now: Date = new Date()): number {
+    return this.commitTx(sourceId, input, now.toISOString());
+  }
+
+  getTailState(sourceId: SourceId): TailState | null {
+    return (
+      (this.db
+        .prepare(
+          'SELECT active_path, file_key, file_path, file_offset, file_mtime_ms, fingerprint, fingerprint_len FROM collector_tail_state WHERE source_id = ?',
+        )
+        .get(sourceId) as TailState | undefined) ?? null
+    );
+  }
+
+  getCursor<T>(sourceId: SourceId): T | null {
+    const row = this.db.prepare('SELECT cursor_json FROM collector_cursor WHERE source_id = ?').get(sourceId) as { cursor_json: string } | undefined;
+    return row ? (JSON.parse(row.cursor_json) as T) : null;
+  }
+
+  counters(sourceId: SourceId): Record<string, number> {
+    const rows = this.db.prepare('SELECT name, value FROM collector_counters WHERE source_id = ?').all(sourceId) as Array<{ name: string; value: number }>;
+    return Object.fromEntries(rows.map((r) => [r.name, r.value]));
+  }
+
+  listObserved(opts: { limit: number; sourceId?: string }): ObservedActivity[] {
+    const rows = (
+      opts.sourceId
+        ? this.db
+            .prepare(`SELECT * FROM observed_activity_log WHERE source_id = ? ORDER BY observed_at DESC, event_id DESC LIMIT ?`)
+            .all(opts.sourceId, opts.limit)
+        : this.db.prepare(`SELECT * FROM observed_activity_log ORDER BY observed_at DESC, event_id DESC LIMIT ?`).all(opts.limit)
+    ) as ActivityRow[];
+    return rows.map((r) => ({ ...r, raw_attributes: parseObject(r.raw_attributes) }));
+  }
+
+  listSources(): ActivitySource[] {
+    return this.db
+      .prepare('SELECT source_id, description, event_count, first_event_at, last_event_at FROM activity_sources ORDER BY source_id')
+      .all() as ActivitySource[];
+  }
+
+  getCoverage(sourceId: string): (CoverageManifest & { source_id: SourceId }) | null {
+    const row = this.db.prepare('SELECT source_id, coverage_json FROM activity_sources WHERE source_id = ?').get(sourceId) as
+      | { source_id: SourceId; coverage_json: string }
+      | undefined;
+    if (!row) return null;
+    const m = parseObject(row.coverage_json) as Partial<CoverageManifest>;
+    const list = (x: unknown) => (Array.isArray(x) ? x.filter((s): s is string => typeof s === 'string') : []);
+    return { source_id: row.source_id, captures: list(m.captures), does_not_capture: list(m.does_not_capture), caveats: list(m.caveats) };
+  }
+
+  stats(): ActivityStats {
+    const r = this.db
+      .prepare(
+        `SELECT count(*) AS total_events, count(DISTINCT actor_identity) AS unique_users, count(DISTINCT tool_name) AS unique_tools,
+                coalesce(sum(redaction_masked_count), 0) AS fields_redacted
+           FROM observed_activity_log`,
+      )
+      .get() as ActivityStats;
+    return r;
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+}
+
+function parseObject(text: string): Record<string, unknown> {
+  try {
+    const v = JSON.parse(text) as unknown;
+    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : { value: v };
+  } catch {
+    return {};
+  }
+}

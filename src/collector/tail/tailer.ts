@@ -1,0 +1,287 @@
+/**
+ * Effectively-once tailing of a line-oriented export file (decisions.md "Collector store").
+ *
+ * Invariants (each names the failure it prevents):
+ * - Only complete lines are read: the bytes after the last `\n` wait for the next pass (the
+ *   exporter buffers writes, so a reader can see half a line).
+ * - The byte offset after a batch of lines is committed in the SAME SQLite transaction as
+ *   the rows those lines produced: a crash loses both or neither, never one of them.
+ * - Rows carry a deterministic event_id (`INSERT OR IGNORE`), so if anything is read twice
+ *   (a replaced file, a lost state) nothing is inserted twice.
+ * - Rotation (rename + new file): the file being read is found again by device:inode among
+ *   `<stem>-*<ext>`, read to its end (its last line is complete by then), then any newer
+ *   backups, then the new active file from 0. Nothing written before the rename is lost.
+ * - Truncation (the exporter opens with O_TRUNC on restart) or replacement: a size below the
+ *   offset, or a head that no longer matches the stored fingerprint, restarts at 0.
+ * - A malformed line is counted and skipped; no input makes a pass throw.
+ */
+import { createHash } from 'node:crypto';
+import fs from 'node:fs/promises';
+import type { Logger } from '../../shared/logger.js';
+import type { Clock } from '../../shared/app-context.js';
+import type { ActivityRow, CollectorStore, SourceId, TailState } from '../store/store.js';
+import { bump, type Counters } from '../otlp/lines.js';
+import { fileKey, listRotated, statFile, type FileInfo } from './rotation.js';
+
+const FINGERPRINT_MAX = 4096;
+
+export type LineProcessor = (line: string, rows: ActivityRow[], counters: Counters, now: string) => void;
+
+export interface TailerOptions {
+  sourceId: SourceId;
+  /** The active file (the exporter's configured path). */
+  path: string;
+  store: CollectorStore;
+  logger: Logger;
+  clock: Clock;
+  intervalMs: number;
+  processLine: LineProcessor;
+  /** Bytes read per call (default 1 MiB). */
+  chunkBytes?: number;
+  /** Rows per transaction (default 2000). */
+  batchRows?: number;
+  /** A longer line is skipped and counted (default 64 MiB). */
+  maxLineBytes?: number;
+}
+
+interface Pending {
+  rows: ActivityRow[];
+  counters: Counters;
+}
+
+export class FileTailer {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private stopped = false;
+  private readonly chunkBytes: number;
+  private readonly batchRows: number;
+  private readonly maxLineBytes: number;
+
+  constructor(private readonly o: TailerOptions) {
+    this.chunkBytes = o.chunkBytes ?? 1 << 20;
+    this.batchRows = o.batchRows ?? 2000;
+    this.maxLineBytes = o.maxLineBytes ?? 64 << 20;
+  }
+
+  /** Runs a pass now, then one every intervalMs after the previous pass ends. */
+  start(): void {
+    this.stopped = false;
+    const loop = async () => {
+      this.timer = null;
+      await this.tick();
+      if (!this.stopped) this.timer = setTimeout(loop, this.o.intervalMs);
+    };
+    this.timer = setTimeout(loop, 0);
+  }
+
+  /** Stops scheduling and waits for a pass in progress (it stops between batches). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.running;
+  }
+
+  /** One pass: catch up with every complete line available now. Never throws. */
+  tick(): Promise<void> {
+    if (this.running) return this.running;
+    this.running = this.pass()
+      .catch((e) => this.o.logger.error('collector tail pass failed', { source_id: this.o.sourceId, path: this.o.path, error: e as Error }))
+      .finally(() => {
+        this.running = null;
+      });
+    return this.running;
+  }
+
+  private fresh(file: FileInfo | null): TailState {
+    return {
+      active_path: this.o.path,
+      file_key: file?.key ?? null,
+      file_path: file?.path ?? null,
+      file_offset: 0,
+      file_mtime_ms: file?.mtimeMs ?? null,
+      fingerprint: null,
+      fingerprint_len: 0,
+    };
+  }
+
+  private async pass(): Promise<void> {
+    let state = this.o.store.getTailState(this.o.sourceId);
+    // A different configured path starts afresh: the saved offset belongs to another file.
+    if (state && state.active_path !== this.o.path) state = null;
+    const active = await statFile(this.o.path);
+    if (state?.file_key && state.file_key !== active?.key) {
+      await this.finishRotated(state, active);
+      if (this.stopped) return;
+      state = this.fresh(active);
+      this.o.store.commit(this.o.sourceId, { rows: [], tail: state }, this.o.clock.now());
+    }
+    if (!active || this.stopped) return;
+    if (!state?.file_key) state = this.fresh(active);
+    await this.drain(active.path, state, false);
+  }
+
+  /** The file we were reading is no longer the active one: read it (and newer backups) to the end. */
+  private async finishRotated(state: TailState, active: FileInfo | null): Promise<void> {
+    const rotated = await listRotated(this.o.path);
+    const idx = rotated.findIndex((f) => f.key === state.file_key);
+    let queue: FileInfo[];
+    if (idx >= 0) {
+      queue = rotated.slice(idx);
+    } else {
+      // The file is gone (deleted, or moved out of the directory): read the backups written
+      // after it was last seen; event ids make any overlap harmless.
+      this.o.logger.warn('collector: the file being tailed disappeared; reading newer rotated files', {
+        source_id: this.o.sourceId,
+        path: state.file_path,
+      });
+      const since = state.file_mtime_ms ?? Number.POSITIVE_INFINITY;
+      queue = rotated.filter((f) => f.mtimeMs >= since);
+    }
+    queue = queue.filter((f) => f.key !== active?.key);
+    for (let i = 0; i < queue.length && !this.stopped; i++) {
+      const f = queue[i];
+      const st = i === 0 && idx >= 0 ? { ...state, file_path: f.path } : this.fresh(f);
+      await this.drain(f.path, st, true);
+    }
+  }
+
+  /**
+   * Reads `p` from the state's offset to its end, committing rows and offset together.
+   * `final`: the file will not grow any more (a rotated backup), so an unterminated last
+   * line is read as a line too.
+   */
+  private async drain(p: string, st: TailState, final: boolean): Promise<void> {
+    let fh: fs.FileHandle;
+    try {
+      fh = await fs.open(p, 'r');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return; // rotated between stat and open: next pass
+      throw e;
+    }
+    try {
+      const fst = await fh.stat();
+      const key = fileKey(fst);
+      if (st.file_key && key !== st.file_key) return; // replaced between stat and open: next pass
+      st = { ...st, file_key: key, file_path: p, file_mtime_ms: fst.mtimeMs };
+      if (st.file_offset > 0 && (fst.size < st.file_offset || !(await this.headMatches(fh, st)))) {
+        this.o.logger.warn('collector: file truncated or replaced; reading it from the start', { source_id: this.o.sourceId, path: p });
+        st = { ...st, file_offset: 0, fingerprint: null, fingerprint_len: 0 };
+        this.o.store.commit(this.o.sourceId, { rows: [], counters: { files_restarted: 1 }, tail: st }, this.o.clock.now());
+      }
+      await this.readLines(fh, st, final);
+    } finally {
+      await fh.close();
+    }
+  }
+
+  private async headMatches(fh: fs.FileHandle, st: TailState): Promise<boolean> {
+    if (!st.fingerprint || st.fingerprint_len <= 0) return true;
+    return (await this.fingerprint(fh, st.fingerprint_len)) === st.fingerprint;
+  }
+
+  private async fingerprint(fh: fs.FileHandle, len: number): Promise<string> {
+    const buf = Buffer.alloc(len);
+    const { bytesRead } = await fh.read(buf, 0, len, 0);
+    return createHash('sha256').update(buf.subarray(0, bytesRead)).digest('hex');
+  }
+
+  private async readLines(fh: fs.FileHandle, start: TailState, final: boolean): Promise<void> {
+    let st = start;
+    let readPos = st.file_offset;
+    let parts: Buffer[] = []; // the unfinished line so far
+    let partsLen = 0;
+    let skipping = false; // inside a line longer than maxLineBytes
+    const pending: Pending = { rows: [], counters: {} };
+    const totals: Counters = {};
+
+    const flush = async (offset: number) => {
+      if (!pending.rows.length && !Object.keys(pending.counters).length && offset === st.file_offset) return;
+      let next: TailState = { ...st, file_offset: offset };
+      if (next.fingerprint_len < FINGERPRINT_MAX && offset > next.fingerprint_len) {
+        const len = Math.min(FINGERPRINT_MAX, offset);
+        next = { ...next, fingerprint: await this.fingerprint(fh, len), fingerprint_len: len };
+      }
+      this.o.store.commit(this.o.sourceId, { rows: pending.rows, counters: pending.counters, tail: next }, this.o.clock.now());
+      for (const [k, v] of Object.entries(pending.counters)) bump(totals, k, v);
+      st = next;
+      pending.rows = [];
+      pending.counters = {};
+      // Let the API answer between transactions.
+      await new Promise<void>((r) => setImmediate(r));
+    };
+
+    const line = (data: Buffer, s: number, e: number) => {
+      try {
+        this.o.processLine(data.toString('utf8', s, e), pending.rows, pending.counters, this.o.clock.now().toISOString());
+      } catch {
+        bump(pending.counters, 'lines_malformed');
+      }
+    };
+
+    while (!this.stopped) {
+      const buf = Buffer.allocUnsafe(this.chunkBytes);
+      const { bytesRead } = await fh.read(buf, 0, this.chunkBytes, readPos);
+      if (bytesRead === 0) break;
+      readPos += bytesRead;
+      const chunk = buf.subarray(0, bytesRead);
+      const firstNl = chunk.indexOf(0x0a);
+      if (firstNl < 0) {
+        // No line ends in this chunk: keep it (unless the line is already too long).
+        if (!skipping) {
+          parts.push(chunk);
+          partsLen += chunk.length;
+          if (partsLen > this.maxLineBytes) {
+            parts = [];
+            partsLen = 0;
+            skipping = true;
+          }
+        }
+        continue;
+      }
+      const data = parts.length ? Buffer.concat([...parts, chunk]) : chunk;
+      // `base` is the file offset of data[0].
+      const base = readPos - data.length;
+      let s = 0;
+      parts = [];
+      partsLen = 0;
+      if (skipping) {
+        skipping = false;
+        bump(pending.counters, 'lines_oversize');
+        s = data.indexOf(0x0a) + 1;
+      }
+      for (;;) {
+        const nl = data.indexOf(0x0a, s);
+        if (nl < 0) break;
+        line(data, s, nl);
+        s = nl + 1;
+        if (pending.rows.length >= this.batchRows) await flush(base + s);
+        if (this.stopped) break;
+      }
+      await flush(base + s);
+      if (this.stopped) return;
+      if (s < data.length) {
+        // The unfinished last line: copied, so the chunk buffer can be freed.
+        const rest = Buffer.from(data.subarray(s));
+        parts = [rest];
+        partsLen = rest.length;
+      }
+    }
+    if (final && !this.stopped) {
+      if (skipping) bump(pending.counters, 'lines_oversize');
+      else if (partsLen) {
+        const last = Buffer.concat(parts);
+        line(last, 0, last.length);
+      }
+      await flush(readPos);
+    }
+    if (totals.lines_malformed || totals.records_malformed || totals.lines_oversize) {
+      this.o.logger.warn('collector: malformed input skipped', {
+        source_id: this.o.sourceId,
+        lines_malformed: totals.lines_malformed ?? 0,
+        records_malformed: totals.records_malformed ?? 0,
+        lines_oversize: totals.lines_oversize ?? 0,
+      });
+    }
+  }
+}
