@@ -41,9 +41,9 @@ export function schemaFindings(name: SchemaName, doc: unknown, rule: string, fil
     // `if` only says "the `then` branch failed"; the branch's own error is reported too.
     if (e.keyword === 'if') continue;
     const path = errorPath(e);
-    const message = `${path || '(document)'}: ${describe(e)} [schema keyword ${e.keyword}]`;
-    if (seen.has(message)) continue;
-    seen.add(message);
+    const message = `${describe(e)} (SCS JSON Schema, keyword '${e.keyword}')`;
+    if (seen.has(path + message)) continue;
+    seen.add(path + message);
     out.push({ severity: 'error', path, rule, message, ...(file ? { file } : {}) });
   }
   return out;
@@ -63,8 +63,8 @@ function errorPath(e: ErrorObject): string {
 
 function describe(e: ErrorObject): string {
   switch (e.keyword) {
-    case 'required': return 'required field is missing';
-    case 'additionalProperties': return 'field is not allowed here';
+    case 'required': return `required field '${(e.params as { missingProperty: string }).missingProperty}' is missing`;
+    case 'additionalProperties': return `field '${(e.params as { additionalProperty: string }).additionalProperty}' is not allowed here`;
     case 'pattern': return `must match pattern ${(e.params as { pattern: string }).pattern}`;
     case 'enum': return `must be one of ${((e.params as { allowedValues: unknown[] }).allowedValues).join(', ')}`;
     case 'const': return `must be ${JSON.stringify((e.params as { allowedValue: unknown }).allowedValue)}`;

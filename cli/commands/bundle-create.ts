@@ -1,0 +1,1 @@
+export function registerBundleCreate(_cli: unknown) {}

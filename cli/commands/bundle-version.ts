@@ -1,0 +1,1 @@
+export function registerBundleVersion(_cli: unknown) {}

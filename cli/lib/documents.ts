@@ -1,0 +1,117 @@
+/**
+ * Reading SCS documents from disk: one file, or every YAML/JSON file under a directory.
+ * A file that cannot be read is a CliError with exit code 4; malformed YAML is not an
+ * exception but a finding (rule `yaml_syntax`), because well-formedness is what
+ * validation reports.
+ */
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import { parseAllDocuments, stringify } from 'yaml';
+import type { Finding } from '../../src/shared/scs/index.js';
+import { CliError, EXIT } from './errors.js';
+
+export interface LoadedFile {
+  /** Path as shown to the user (relative to the working directory when inside it). */
+  file: string;
+  abs: string;
+  doc: unknown;
+  /** Set when the file is not well-formed YAML/JSON. */
+  syntax?: Finding[];
+}
+
+const DOC_EXT = /\.(ya?ml|json)$/i;
+const SKIP_DIRS = new Set(['node_modules', '.git', '.svc', '.svc-data']);
+
+export const display = (abs: string): string => {
+  const rel = relative(process.cwd(), abs);
+  return rel && !rel.startsWith('..') && !isAbsolute(rel) ? rel : abs;
+};
+
+/** Reads and parses one file; throws CliError(exit 4) when it cannot be read. */
+export function loadFile(path: string): LoadedFile {
+  const abs = resolve(path);
+  let text: string;
+  try {
+    text = readFileSync(abs, 'utf8');
+  } catch (e) {
+    throw new CliError(`${display(abs)}: cannot read file (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, EXIT.unreadable);
+  }
+  return parseText(abs, text);
+}
+
+export function parseText(abs: string, text: string): LoadedFile {
+  const file = display(abs);
+  const docs = parseAllDocuments(text, { prettyErrors: true });
+  const list = Array.isArray(docs) ? docs : [docs];
+  const problems = list.flatMap((d) => d.errors);
+  if (problems.length > 0) {
+    return {
+      file, abs, doc: undefined,
+      syntax: problems.map((p) => ({
+        severity: 'error' as const, path: '', rule: 'yaml_syntax', file,
+        message: `not well-formed YAML: ${p.message.split('\n')[0]}`,
+      })),
+    };
+  }
+  if (list.length > 1) {
+    return { file, abs, doc: undefined, syntax: [{ severity: 'error', path: '', rule: 'yaml_syntax', file, message: `holds ${list.length} YAML documents; an SCS file holds one` }] };
+  }
+  const doc = list.length === 0 ? null : list[0].toJS({ maxAliasCount: 100 });
+  return { file, abs, doc };
+}
+
+/** Every document file under `dir`, sorted, skipping node_modules, .git and .svc. */
+export function walk(dir: string): string[] {
+  const out: string[] = [];
+  const visit = (d: string) => {
+    let names: string[];
+    try {
+      names = readdirSync(d).sort();
+    } catch (e) {
+      throw new CliError(`${display(d)}: cannot read directory (${(e as NodeJS.ErrnoException).code})`, EXIT.unreadable);
+    }
+    for (const n of names) {
+      const p = join(d, n);
+      let st;
+      try { st = statSync(p); } catch { continue; } // dangling symlink
+      if (st.isDirectory()) { if (!SKIP_DIRS.has(n)) visit(p); } else if (DOC_EXT.test(n)) out.push(p);
+    }
+  };
+  visit(dir);
+  return out;
+}
+
+/** Loads every named file, and every document file under every named directory. */
+export function loadPaths(paths: string[]): { files: LoadedFile[]; dirs: number } {
+  const files: LoadedFile[] = [];
+  let dirs = 0;
+  for (const p of paths) {
+    const abs = resolve(p);
+    let st;
+    try {
+      st = statSync(abs);
+    } catch (e) {
+      throw new CliError(`${p}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file or directory' : `cannot read (${(e as NodeJS.ErrnoException).code})`}`, EXIT.unreadable);
+    }
+    if (st.isDirectory()) {
+      dirs++;
+      for (const f of walk(abs)) files.push(loadFile(f));
+    } else files.push(loadFile(abs));
+  }
+  return { files, dirs };
+}
+
+/** The project root for a path: the nearest ancestor holding `.svc/`, or null. */
+export function findProjectRoot(start: string): string | null {
+  let d = resolve(start);
+  if (existsSync(d) && !statSync(d).isDirectory()) d = dirname(d);
+  for (;;) {
+    if (existsSync(join(d, '.svc')) && statSync(join(d, '.svc')).isDirectory()) return d;
+    const up = dirname(d);
+    if (up === d) return null;
+    d = up;
+  }
+}
+
+/** YAML text as the CLI writes it (block style, no line folding, stable key order as given). */
+export const toYaml = (doc: unknown): string => stringify(doc, { lineWidth: 0, indent: 2 });

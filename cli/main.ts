@@ -1,0 +1,103 @@
+/**
+ * The `svc` authoring CLI (bundle authoring only; the running system is driven through its
+ * REST and gRPC APIs). Built on cac, which has no sub-commands: `svc bundle create` and
+ * `svc config set` are registered as two-word commands and argv is joined to match.
+ */
+import { cac, type CAC } from 'cac';
+import { registerBundleCreate } from './commands/bundle-create.js';
+import { registerBundlePublish } from './commands/bundle-publish.js';
+import { registerBundleVersion } from './commands/bundle-version.js';
+import { CONFIG_SUBCOMMANDS, registerConfig } from './commands/config.js';
+import { registerInfo } from './commands/info.js';
+import { registerInit } from './commands/init.js';
+import { registerNew } from './commands/new.js';
+import { registerValidate } from './commands/validate.js';
+import { CliError, EXIT } from './lib/errors.js';
+import { err, out } from './lib/io.js';
+import { VERSION } from './lib/version.js';
+
+const GROUPS: Record<string, { description: string; subcommands: string[] }> = {
+  bundle: { description: 'Create, version and publish bundles', subcommands: ['create', 'version', 'publish'] },
+  config: { description: 'Show and change configuration', subcommands: CONFIG_SUBCOMMANDS },
+};
+
+function build(): CAC {
+  const cli = cac('svc');
+  registerNew(cli);
+  registerInit(cli);
+  registerBundleCreate(cli);
+  registerBundleVersion(cli);
+  registerBundlePublish(cli);
+  registerValidate(cli);
+  registerConfig(cli);
+  registerInfo(cli);
+  cli.help((sections) => {
+    sections[0] = { body: `svc ${VERSION}: author Structured Context Specification 0.3 bundles and SCDs` };
+    const isGlobal = sections.some((s) => s.title === 'Commands');
+    const opts = sections.find((s) => s.title === 'Options');
+    if (opts && isGlobal) opts.body = '  -h, --help     Display this message\n  -v, --version  Display version number';
+    const examples = sections.find((s) => s.title === 'Examples');
+    if (examples) examples.body = examples.body.split('\n').map((l) => `  $ ${l}`).join('\n');
+    sections.push({
+      title: 'Exit codes',
+      body: '  0 success, 1 errors found or command refused, 2 warnings under --strict, 3 usage, 4 unreadable file',
+    });
+  });
+  return cli;
+}
+
+function groupHelp(name: string): string {
+  const g = GROUPS[name];
+  return [`svc ${name}: ${g.description}`, '', 'Commands:', ...g.subcommands.map((s) => `  svc ${name} ${s}`), '',
+    `For more info, run any command with the \`--help\` flag: svc ${name} ${g.subcommands[0]} --help`].join('\n');
+}
+
+/** Runs one command line (without `node svc`); resolves to the process exit code. */
+export async function run(argv: string[]): Promise<number> {
+  if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v')) {
+    out(VERSION);
+    return EXIT.ok;
+  }
+  const args = [...argv];
+  const group = GROUPS[args[0]];
+  if (group) {
+    if (args[1] === '--help' || args[1] === '-h') { out(groupHelp(args[0])); return EXIT.ok; }
+    if (!args[1] || !group.subcommands.includes(args[1])) {
+      err(args[1] ? `svc ${args[0]}: unknown command '${args[1]}'` : `svc ${args[0]}: a command is needed`);
+      err(groupHelp(args[0]));
+      return EXIT.usage;
+    }
+    args.splice(0, 2, `${args[0]} ${args[1]}`);
+  }
+  const cli = build();
+  try {
+    cli.parse(['node', 'svc', ...args], { run: false });
+    if (cli.options.help) return EXIT.ok; // cac printed the help
+    if (!cli.matchedCommand) {
+      if (cli.args.length === 0) { cli.outputHelp(); return EXIT.usage; }
+      err(`svc: unknown command '${cli.args[0]}' (svc --help lists the commands)`);
+      return EXIT.usage;
+    }
+    const code = await cli.runMatchedCommand();
+    return typeof code === 'number' ? code : EXIT.ok;
+  } catch (e) {
+    if (e instanceof CliError) {
+      err(`svc: ${e.message}`);
+      return e.exitCode;
+    }
+    if (e instanceof Error && e.name === 'CACError') {
+      err(`svc: ${e.message} (svc ${cli.matchedCommand?.name ?? ''} --help)`.replace('  --help', ' --help'));
+      return EXIT.usage;
+    }
+    if (e instanceof Error && e.name === 'ExitPromptError') {
+      err('svc: cancelled');
+      return EXIT.failed;
+    }
+    err(`svc: unexpected error: ${e instanceof Error ? e.stack ?? e.message : String(e)}`);
+    return EXIT.failed;
+  }
+}
+
+run(process.argv.slice(2)).then((code) => {
+  process.exitCode = code;
+});
