@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { exportSPKI, generateKeyPair, SignJWT } from 'jose';
 import { LICENSE_ISSUER } from '../../src/shared/license.js';
 import type { TestStack } from '../harness.js';
+import type { Broker } from '../../src/shared/broker.js';
 
 export interface LicenseAuthority {
   publicKeyPem: string;
@@ -66,4 +67,52 @@ export async function issueKey(t: TestStack, agent: string, body: Record<string,
   const r = await t.call('api', 'POST', `/api/agents/${agent}/api-keys`, { admin: true, body });
   if (r.status !== 201) throw new Error(`issueKey: ${r.status} ${JSON.stringify(r.body)}`);
   return r.body;
+}
+
+/**
+ * An in-memory stand-in for Redis shared by several contexts ("processes"), whose brokers
+ * can be taken down: `down` (connection reported lost, messages dropped, publish fails) or
+ * `silent` (connection reported fine but messages silently dropped: a partition).
+ */
+export function sharedBus() {
+  const subs = new Map<string, Set<{ broker: FakeBroker; fn: (m: string) => void }>>();
+  interface FakeBroker extends Broker {
+    down: boolean;
+    silent: boolean;
+    reconnect(): void;
+  }
+  const make = (kind: 'memory' | 'redis' = 'redis'): FakeBroker => {
+    const reconnectFns = new Set<() => void>();
+    const b: FakeBroker = {
+      kind,
+      down: false,
+      silent: false,
+      async publish(channel, message) {
+        if (b.down) return false;
+        for (const s of subs.get(channel) ?? []) {
+          if (!s.broker.down && !s.broker.silent && !b.silent) queueMicrotask(() => s.fn(message));
+        }
+        return true;
+      },
+      async subscribe(channel, fn) {
+        const entry = { broker: b, fn };
+        if (!subs.has(channel)) subs.set(channel, new Set());
+        subs.get(channel)!.add(entry);
+        return async () => void subs.get(channel)?.delete(entry);
+      },
+      onReconnect(fn) {
+        reconnectFns.add(fn);
+        return () => reconnectFns.delete(fn);
+      },
+      connected: () => !b.down,
+      reconnect() {
+        b.down = false;
+        b.silent = false;
+        for (const fn of reconnectFns) fn();
+      },
+      async close() {},
+    };
+    return b;
+  };
+  return { broker: make };
 }

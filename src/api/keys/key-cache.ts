@@ -24,6 +24,7 @@ const ENTRY_TTL_MS = 60_000;
 const HEARTBEAT_MS = 1_000;
 const HEARTBEAT_WINDOW_MS = 3_000;
 const MAX_ENTRIES = 200_000;
+const PUBLISH_RETRIES = 20;
 
 /** What a verified key grants (the `ok: true` branch of KeyCheck, minus `ok`). */
 export interface VerifiedKey {
@@ -219,7 +220,14 @@ export function keyCache(ctx: AppContext): KeyCache {
 export async function invalidateKeys(ctx: AppContext, msg: KeyInvalidation): Promise<void> {
   const cache = keyCache(ctx);
   cache.apply(msg);
-  const ok = await ctx.broker.publish(KEY_INVALIDATION_CHANNEL, JSON.stringify(msg));
+  const text = JSON.stringify(msg);
+  let ok = await ctx.broker.publish(KEY_INVALIDATION_CHANNEL, text);
+  // A broker blip (reconnect within ~2 s) must not leave other processes trusting a revoked
+  // key: retry before answering; past that, re-send in the background on every heartbeat.
+  for (let i = 0; !ok && i < PUBLISH_RETRIES; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    ok = await ctx.broker.publish(KEY_INVALIDATION_CHANNEL, text);
+  }
   if (!ok) {
     cache.publishLater(msg);
     ctx.logger.warn('key invalidation not published; it is re-sent when the broker is back', { kind: msg.kind });
