@@ -37,3 +37,37 @@ describe('start-up refusals', () => {
     await expect(openConfiguredDb(config, memoryLogger())).rejects.toThrow(/superuser/);
   });
 });
+
+describe('graceful stop', () => {
+  it('SIGTERM stops accepting, finishes, and exits 0', async () => {
+    const { spawn } = await import('node:child_process');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-stop-'));
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'api'], {
+      cwd: root,
+      env: { PATH: process.env.PATH!, HOME: os.tmpdir(), SVC_DATA_DIR: dir, API_PORT: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let err = '';
+    const url = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no listening line: ${err}`)), 90_000);
+      child.stderr.on('data', (d) => {
+        err += d;
+        const m = /"listening","service":"api","url":"([^"]+)"/.exec(err);
+        if (m) {
+          clearTimeout(timer);
+          resolve(m[1]);
+        }
+      });
+    });
+    const health = await fetch(`${url}/health`);
+    expect(health.status).toBe(200);
+    const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    child.kill('SIGTERM');
+    expect(await exit).toBe(0);
+    expect(err).toMatch(/"stopping","signal":"SIGTERM"/);
+    await expect(fetch(`${url}/health`)).rejects.toThrow();
+    // The embedded secrets were generated once, 0600, and the admin key was never logged.
+    const secrets = JSON.parse(fs.readFileSync(path.join(dir, 'secrets.json'), 'utf8'));
+    expect(err).not.toContain(secrets.ADMIN_API_KEY);
+  }, 120_000);
+});
