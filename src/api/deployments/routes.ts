@@ -1,6 +1,17 @@
-/** Deployment routes (spec 4.4, 2.8). */
+/** Deployment routes (spec 4.4): deploy, read one, list. */
 import type { RouteModule } from '../../shared/service.js';
+import { createDeployment, getDeployment, listDeployments } from './deployment-service.js';
 
 export const routes: RouteModule = {
-  handlers: {},
+  handlers: {
+    async createDeployment(req, ctx) {
+      return { status: 201, body: await createDeployment(ctx, req.body) };
+    },
+    async getDeployment(req, ctx) {
+      return { status: 200, body: await getDeployment(ctx, req.params.deployment_id) };
+    },
+    async listDeployments(req, ctx) {
+      return { status: 200, body: await listDeployments(ctx, { status: req.query.status, limit: req.query.limit ?? 100, offset: req.query.offset ?? 0 }) };
+    },
+  },
 };

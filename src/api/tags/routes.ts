@@ -1,6 +1,20 @@
-/** Tag routes (spec 4.4, 2.7). */
+/** Tag routes (spec 4.4): create, list, read, move. */
 import type { RouteModule } from '../../shared/service.js';
+import { createTag, getTag, listTags, moveTag } from './tag-service.js';
 
 export const routes: RouteModule = {
-  handlers: {},
+  handlers: {
+    async createTag(req, ctx) {
+      return { status: 201, body: await createTag(ctx, req.body) };
+    },
+    async listTags(req, ctx) {
+      return { status: 200, body: await listTags(ctx, { limit: req.query.limit ?? 100, offset: req.query.offset ?? 0 }) };
+    },
+    async getTag(req, ctx) {
+      return { status: 200, body: await getTag(ctx, req.params.tag) };
+    },
+    async moveTag(req, ctx) {
+      return { status: 200, body: await moveTag(ctx, req.params.tag, req.body) };
+    },
+  },
 };

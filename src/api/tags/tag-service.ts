@@ -1,0 +1,178 @@
+/**
+ * Tags `<name>:<label>`: mutable pointers to immutable bundle versions. Creating or moving
+ * a tag resolves the target's imports now (unpinned: highest active version), caches the
+ * resolved list and the flattened context YAML on the tag, records the move in
+ * tag_history, and, after commit, announces the change (content version, then the
+ * tag-update message on `svc:tag-updates`, in that order, so a subscriber's re-read of the
+ * tag can never hit a cache that has not heard of the move).
+ */
+import YAML from 'yaml';
+import type { AppContext } from '../../shared/app-context.js';
+import { TAG_UPDATES_CHANNEL } from '../../shared/broker.js';
+import type { Db } from '../../shared/db/index.js';
+import { AppError } from '../../shared/errors.js';
+import type { components } from '../../../gen/openapi/control-plane.js';
+import { announceContentChange, bumpContentVersion } from '../graph/content-version.js';
+import { pinned } from '../graph/refs.js';
+import { resolveClosure, type Resolution } from '../graph/resolve.js';
+
+type Tag = components['schemas']['Tag'];
+type TagList = components['schemas']['TagList'];
+
+type TagRow = {
+  tag_name: string;
+  bundle_id: string;
+  bundle_version: string;
+  resolved_bundle_ids: string[];
+  context_yaml: string | null;
+  description: string | null;
+  created_at: Date;
+  updated_at: Date;
+};
+
+const toTag = (r: TagRow): Tag => ({
+  tag: r.tag_name,
+  bundle_id: r.bundle_id,
+  bundle_version: r.bundle_version,
+  description: r.description,
+  created_at: r.created_at.toISOString(),
+  updated_at: r.updated_at.toISOString(),
+  resolved_bundle_ids: r.resolved_bundle_ids,
+  context_yaml: r.context_yaml ?? '',
+});
+
+/** The target must be a stored, active version (404 unknown, 409 deactivated). */
+async function checkTarget(t: Db, bundleId: string, version: string): Promise<void> {
+  const [b] = await t.query<{ is_active: boolean }>('SELECT is_active FROM bundles WHERE bundle_id = $1 AND version = $2', [bundleId, version]);
+  const ref = pinned(bundleId, version);
+  if (!b) throw new AppError('not_found', `Bundle version ${ref} does not exist`, { details: { reference: ref } });
+  if (!b.is_active) throw new AppError('conflict', `Bundle version ${ref} is deactivated and cannot be tagged`, { details: { reference: ref } });
+}
+
+/** The flattened graph as YAML: the tag, the resolved bundles and every SCD document, in resolution order. */
+export async function buildContextYaml(t: Db, tag: string, res: Resolution, root: string): Promise<string> {
+  const order = res.order;
+  const ids = order.map((r) => r.slice(0, r.lastIndexOf(':')));
+  const versions = order.map((r) => r.slice(r.lastIndexOf(':') + 1));
+  // Sequential: both run on the transaction's one connection.
+  const bundles = await t.query<{ bundle_id: string; version: string; title: string | null }>(
+      `SELECT b.bundle_id, b.version, b.title FROM unnest($1::text[], $2::text[]) AS r(bundle_id, version)
+         JOIN bundles b ON b.bundle_id = r.bundle_id AND b.version = r.version`,
+      [ids, versions],
+    );
+  const scds = await t.query<{ ord: number; bundle_id: string; bundle_version: string; scd_id: string; document: Record<string, unknown> }>(
+      `SELECT r.ord, s.bundle_id, s.bundle_version, s.scd_id, s.document
+         FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS r(bundle_id, version, ord)
+         JOIN bundle_scds s ON s.bundle_id = r.bundle_id AND s.bundle_version = r.version
+        ORDER BY r.ord, s.position`,
+      [ids, versions],
+    );
+  const titles = new Map(bundles.map((b) => [pinned(b.bundle_id, b.version), b.title]));
+  const scdsByBundle = new Map<string, string[]>();
+  const docs: Record<string, unknown>[] = [];
+  const seen = new Set<string>();
+  for (const s of scds) {
+    const ref = pinned(s.bundle_id, s.bundle_version);
+    scdsByBundle.set(ref, [...(scdsByBundle.get(ref) ?? []), s.scd_id]);
+    if (seen.has(s.scd_id)) continue;
+    seen.add(s.scd_id);
+    docs.push(s.document);
+  }
+  const root_ = res.bundles.get(root)!;
+  const doc = {
+    tag,
+    bundle_id: root_.id,
+    bundle_version: root_.version,
+    resolved_bundle_ids: order,
+    bundles: order.map((ref) => {
+      const b = res.bundles.get(ref)!;
+      return { id: b.id, version: b.version, type: b.type, title: titles.get(ref) ?? null, imports: b.resolvedImports, scds: scdsByBundle.get(ref) ?? [] };
+    }),
+    scds: docs,
+  };
+  return YAML.stringify(doc, { lineWidth: 0 });
+}
+
+async function publishTagUpdate(ctx: AppContext, contentVersion: number, tag: Tag): Promise<void> {
+  await announceContentChange(ctx, contentVersion);
+  const body = JSON.stringify({ tag: tag.tag, bundle_id: tag.bundle_id, bundle_version: tag.bundle_version, updated_at: tag.updated_at });
+  const ok = await ctx.broker.publish(TAG_UPDATES_CHANNEL, body);
+  if (!ok) ctx.logger.warn('tag update not published (broker unavailable); subscribers resynchronize on reconnect', { tag: tag.tag });
+}
+
+export async function createTag(ctx: AppContext, input: { tag: string; bundle_id: string; bundle_version: string; description?: string | null }): Promise<Tag> {
+  const root = pinned(input.bundle_id, input.bundle_version);
+  const { v, tag } = await ctx.db.tx(async (t) => {
+    const v = await bumpContentVersion(t);
+    const [existing] = await t.query('SELECT 1 FROM tags WHERE tag_name = $1', [input.tag]);
+    if (existing) throw new AppError('conflict', `Tag ${input.tag} already exists; move it with PUT /api/tags/{tag}`, { details: { tag: input.tag } });
+    await checkTarget(t, input.bundle_id, input.bundle_version);
+    const res = await resolveClosure(t, [root], { mode: 'strict' });
+    const yaml = await buildContextYaml(t, input.tag, res, root);
+    const now = ctx.clock.now();
+    const [row] = await t.query<TagRow>(
+      `INSERT INTO tags (tag_name, bundle_id, bundle_version, resolved_bundle_ids, context_yaml, description, created_at, updated_at)
+       VALUES ($1, $2, $3, $4::text[], $5, $6, $7, $7) RETURNING *`,
+      [input.tag, input.bundle_id, input.bundle_version, res.order, yaml, input.description ?? null, now],
+    );
+    await t.query('INSERT INTO tag_history (tag_name, bundle_id, bundle_version, moved_at) VALUES ($1, $2, $3, $4)', [input.tag, input.bundle_id, input.bundle_version, now]);
+    return { v, tag: toTag(row!) };
+  });
+  await publishTagUpdate(ctx, v, tag);
+  ctx.logger.info('tag created', { tag: tag.tag, bundle: root });
+  return tag;
+}
+
+export async function moveTag(ctx: AppContext, name: string, input: { bundle_id: string; bundle_version: string; description?: string | null }): Promise<Tag> {
+  const root = pinned(input.bundle_id, input.bundle_version);
+  const { v, tag } = await ctx.db.tx(async (t) => {
+    const v = await bumpContentVersion(t);
+    const [existing] = await t.query<TagRow>('SELECT * FROM tags WHERE tag_name = $1 FOR UPDATE', [name]);
+    if (!existing) throw new AppError('not_found', `Tag ${name} does not exist (create it with POST /api/tags)`);
+    await checkTarget(t, input.bundle_id, input.bundle_version);
+    const res = await resolveClosure(t, [root], { mode: 'strict' });
+    const yaml = await buildContextYaml(t, name, res, root);
+    const description = 'description' in input ? (input.description ?? null) : existing.description;
+    // updated_at strictly increases, so (bundle, version, updated_at) tells every move apart.
+    const now = new Date(Math.max(ctx.clock.now().getTime(), existing.updated_at.getTime() + 1));
+    const [row] = await t.query<TagRow>(
+      `UPDATE tags SET bundle_id = $2, bundle_version = $3, resolved_bundle_ids = $4::text[], context_yaml = $5, description = $6, updated_at = $7
+        WHERE tag_name = $1 RETURNING *`,
+      [name, input.bundle_id, input.bundle_version, res.order, yaml, description, now],
+    );
+    await t.query('INSERT INTO tag_history (tag_name, bundle_id, bundle_version, moved_at) VALUES ($1, $2, $3, $4)', [name, input.bundle_id, input.bundle_version, now]);
+    return { v, tag: toTag(row!) };
+  });
+  await publishTagUpdate(ctx, v, tag);
+  ctx.logger.info('tag moved', { tag: name, bundle: root });
+  return tag;
+}
+
+export async function getTag(ctx: AppContext, name: string): Promise<Tag> {
+  const [row] = await ctx.db.query<TagRow>('SELECT * FROM tags WHERE tag_name = $1', [name]);
+  if (!row) throw new AppError('not_found', `Tag ${name} does not exist`);
+  return toTag(row);
+}
+
+export async function listTags(ctx: AppContext, q: { limit: number; offset: number }): Promise<TagList> {
+  const rows = await ctx.db.query<TagRow & { total: number }>(
+    `SELECT tag_name, bundle_id, bundle_version, description, created_at, updated_at, count(*) OVER () AS total
+       FROM tags ORDER BY tag_name LIMIT $1 OFFSET $2`,
+    [q.limit, q.offset],
+  );
+  let total = rows[0]?.total;
+  if (total === undefined) total = Number((await ctx.db.query<{ n: number }>('SELECT count(*) AS n FROM tags'))[0]!.n);
+  return {
+    tags: rows.map((r) => ({
+      tag: r.tag_name,
+      bundle_id: r.bundle_id,
+      bundle_version: r.bundle_version,
+      description: r.description,
+      created_at: r.created_at.toISOString(),
+      updated_at: r.updated_at.toISOString(),
+    })),
+    total: Number(total),
+    limit: q.limit,
+    offset: q.offset,
+  };
+}
