@@ -109,6 +109,8 @@ export interface StartOptions {
   clock?: Clock;
   /** Reuse a database (e.g. a second process against the same PostgreSQL database). */
   testDb?: TestDb;
+  /** Make the broker (e.g. Redis on a private server the test controls); closed with the stack. */
+  broker?: () => Promise<Broker>;
 }
 
 /** Boots the real services on ephemeral ports. */
@@ -118,7 +120,7 @@ export async function startTestStack(opts: StartOptions = {}): Promise<TestStack
   config.ports = { api: 0, rules: 0, contextGrpc: 0, contextWebhook: 0, telemetry: 0, collector: 0 };
   const ownDb = !opts.testDb;
   const testDb = opts.testDb ?? (await createTestDb());
-  const broker = REAL_REDIS ? await createRedisBroker(process.env.REDIS_URL!, memoryLogger()) : createMemoryBroker();
+  const broker = opts.broker ? await opts.broker() : REAL_REDIS ? await createRedisBroker(process.env.REDIS_URL!, memoryLogger()) : createMemoryBroker();
   const logger = memoryLogger('debug');
   const ctx = await createAppContext(config, { logger, db: testDb.db, broker, clock: opts.clock, skipMigrations: true });
   const stack = await startStack(ctx, opts.services ?? SERVICE_NAMES);
