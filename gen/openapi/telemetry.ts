@@ -175,7 +175,7 @@ export interface components {
             daily_report_hour: number;
             /** @description Send attempts before a report is marked failed (default 5). */
             retry_max_attempts: number;
-            /** @description Backoff base in seconds (default 60); attempt n waits base * 2^(n-1). */
+            /** @description Backoff base in seconds (default 60); after failed attempt n the next waits base * 2^(n-1) seconds (0 retries at once). */
             retry_backoff_base: number;
             /** @description Whether TELEMETRY_SIGNING_SECRET is set, so reports carry `X-svc-Signature`. */
             signing_enabled: boolean;
@@ -199,7 +199,7 @@ export interface components {
             deployment_id: string;
             /** @description Lowercase hex SHA-256 of the license key, never the key; null when no LICENSE_KEY is configured (development only). */
             license_key_hash: string | null;
-            /** @description Total registered agents. */
+            /** @description Total registered agents (every agent in the registry, whatever its status). */
             agent_count: number;
             /** @description Agents with status `active`. */
             active_agent_count: number;
@@ -225,7 +225,7 @@ export interface components {
             agent_count: number;
             /** @description Context requests recorded in the audit log (kept locally, never transmitted). */
             context_request_count: number;
-            /** @description Bundle versions stored (kept locally, never transmitted). */
+            /** @description Bundle versions stored, drafts included (kept locally, never transmitted). */
             bundle_count: number;
             payload: components["schemas"]["BeaconPayload"];
             /** @description Whether the send carried an `X-svc-Signature` header. */
