@@ -12,6 +12,7 @@ import { registerInfo } from './commands/info.js';
 import { registerInit } from './commands/init.js';
 import { registerNew } from './commands/new.js';
 import { registerValidate } from './commands/validate.js';
+import { setRawArgs } from './lib/argv.js';
 import { CliError, EXIT } from './lib/errors.js';
 import { err, out } from './lib/io.js';
 import { VERSION } from './lib/version.js';
@@ -70,6 +71,7 @@ export async function run(argv: string[]): Promise<number> {
     args.splice(0, 2, `${args[0]} ${args[1]}`);
   }
   const cli = build();
+  setRawArgs(args);
   try {
     cli.parse(['node', 'svc', ...args], { run: false });
     if (cli.options.help) return EXIT.ok; // cac printed the help

@@ -1,1 +1,84 @@
-export function registerBundlePublish(_cli: unknown) {}
+/**
+ * `svc bundle publish <bundle-path>`: POST the bundle and the SCD documents it lists
+ * (found in its project) to `<api.endpoint>/api/bundles` with `api.key` as X-Admin-Key, and
+ * report the server's answer as it is: the stored version and its findings, or the error
+ * with every validation issue. The server is the judge; nothing is validated locally
+ * beyond "this is a bundle".
+ */
+import type { CAC } from 'cac';
+import { classifyDocument } from '../../src/shared/scs/index.js';
+import { mask, resolveKey } from '../lib/config.js';
+import { display, loadFile } from '../lib/documents.js';
+import { CliError, EXIT, usageError } from '../lib/errors.js';
+import { err, json, out } from '../lib/io.js';
+import { loadProjectSet, projectRootFor } from '../lib/project-set.js';
+import { formatFinding } from './validate.js';
+
+interface Issue { path?: string; rule?: string; message?: string; reference?: string; severity?: string }
+
+export function registerBundlePublish(cli: CAC): void {
+  cli
+    .command('bundle publish <bundle-path>', 'Send a bundle and its SCD documents to the control-plane API')
+    .option('--endpoint <url>', 'API base URL (default: config api.endpoint)')
+    .option('--project <dir>', 'Where to find the bundle\'s SCD files (default: nearest .svc/, else the bundle\'s directory)')
+    .option('--dry-run', 'Print the request body instead of sending it')
+    .option('-o, --output <format>', 'Output format: text or json (json prints the server\'s status and body)', { default: 'text' })
+    .example('svc bundle publish concerns/security.yaml')
+    .action(async (path: string, opts: { endpoint?: string; project?: string; dryRun?: boolean; output: string }) => {
+      if (opts.output !== 'text' && opts.output !== 'json') throw usageError(`--output must be text or json, not '${opts.output}'`);
+      const endpoint = String(opts.endpoint ?? resolveKey('api.endpoint').value ?? '').replace(/\/+$/, '');
+      try { new URL(endpoint); } catch { throw usageError(`api endpoint '${endpoint}' is not a URL (svc config set api.endpoint <url>)`); }
+      const key = resolveKey('api.key').value;
+      if (!key && !opts.dryRun) throw usageError('api.key is not set: svc config set api.key <admin key> (or SVC_API_KEY)');
+
+      const f = loadFile(String(path));
+      if (f.syntax) throw new CliError(f.syntax.map(formatFinding).join('\n'));
+      if (classifyDocument(f.doc) !== 'bundle') throw new CliError(`${f.file}: not a bundle (a bundle has an id bundle:<name>, a type, imports and scds)`);
+      const bundle = f.doc as Record<string, unknown>;
+      const project = loadProjectSet(projectRootFor(f.abs, opts.project));
+      const ids = Array.isArray(bundle.scds) ? bundle.scds.map(String) : [];
+      const documents = ids.filter((id) => project.scds.has(id)).map((id) => project.scds.get(id)!.doc);
+      const notLocal = ids.filter((id) => !project.scds.has(id));
+      const body = { ...bundle, documents };
+
+      if (opts.dryRun) return void json(body);
+      const timeout = Number(resolveKey('api.timeout_ms').value ?? 30000);
+      let res: Response;
+      try {
+        res = await fetch(`${endpoint}/api/bundles`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept: 'application/json', 'x-admin-key': key! },
+          body: JSON.stringify(body),
+          signal: AbortSignal.timeout(timeout),
+        });
+      } catch (e) {
+        const cause = (e as { cause?: { code?: string; message?: string } }).cause;
+        throw new CliError(`cannot reach ${endpoint}: ${cause?.code ?? cause?.message ?? (e as Error).message}`);
+      }
+      const raw = await res.text();
+      let answer: unknown = raw;
+      try { answer = raw ? JSON.parse(raw) : null; } catch { /* not JSON: shown as text */ }
+      const ok = res.status >= 200 && res.status < 300;
+      if (opts.output === 'json') {
+        json({ status: res.status, body: answer });
+        return ok ? EXIT.ok : EXIT.failed;
+      }
+      const a = (answer && typeof answer === 'object' ? answer : {}) as Record<string, unknown>;
+      if (ok) {
+        out(`Published ${String(a.bundle_id ?? bundle.id)} ${String(a.version ?? bundle.version)} to ${endpoint} (HTTP ${res.status}): status ${String(a.status ?? '?')}, validation_status ${String(a.validation_status ?? '?')}`);
+        out(`  sent ${documents.length} SCD document(s)${notLocal.length ? `; ${notLocal.length} listed SCD(s) not found locally, expected on the server: ${notLocal.join(', ')}` : ''}`);
+        for (const i of (Array.isArray(a.validation_errors) ? a.validation_errors : []) as Issue[]) out(`  ${issueLine(i, 'finding')}`);
+        return EXIT.ok;
+      }
+      err(`svc: ${endpoint} refused ${String(bundle.id)} ${String(bundle.version)}: HTTP ${res.status}${a.error ? ` ${String(a.error)}` : ''}${a.message ? `: ${String(a.message)}` : typeof answer === 'string' && answer ? `: ${answer.slice(0, 500)}` : ''}`);
+      const details = (a.details && typeof a.details === 'object' ? a.details : {}) as Record<string, unknown>;
+      for (const i of (Array.isArray(details.errors) ? details.errors : []) as Issue[]) err(`  ${issueLine(i, 'error')}`);
+      if (res.status === 401) err(`  (the key sent was ${mask(key!)}: check api.key)`);
+      if (notLocal.length) err(`  ${notLocal.length} listed SCD(s) were not found under ${display(project.root)}: ${notLocal.join(', ')}`);
+      return EXIT.failed;
+    });
+}
+
+function issueLine(i: Issue, fallback: string): string {
+  return `${i.severity ?? fallback} ${i.path || '/'} [${i.rule ?? '?'}] ${i.message ?? ''}${i.reference ? ` (${i.reference})` : ''}`;
+}
