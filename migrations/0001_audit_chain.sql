@@ -10,6 +10,8 @@ ALTER TABLE agent_context_requests
 ALTER TABLE agent_context_requests ALTER COLUMN previous_hash DROP DEFAULT;
 ALTER TABLE agent_context_requests ALTER COLUMN record_hash DROP DEFAULT;
 ALTER TABLE agent_context_requests ADD CONSTRAINT agent_context_requests_chain_sequence_key UNIQUE (chain_sequence);
+ALTER TABLE agent_context_requests ADD CONSTRAINT agent_context_requests_chained_content_hash
+  CHECK (record_hash = 'LEGACY_PRE_AUDIT' OR content_hash IS NOT NULL);
 CREATE INDEX agent_context_requests_requested_at_idx ON agent_context_requests (requested_at);
 
 CREATE TABLE audit_chain_genesis (
@@ -20,6 +22,82 @@ CREATE TABLE audit_chain_genesis (
   -- One row per deployment: a second insert is a unique violation.
   singleton      boolean NOT NULL DEFAULT true UNIQUE CHECK (singleton)
 );
+
+-- Appends a batch of audit records to the chain (group commit), in one statement so the
+-- chain lock is held only while the database works, never across a client round trip.
+-- The lock is a transaction-level advisory lock taken in the database (not in process
+-- memory, not LOCK TABLE, which svc_app may not take), so any number of API processes
+-- keep one gapless chain: under the lock the tip is read, chain_sequence is assigned as
+-- tip + 1, 2, ... and both hashes are finished; the lock is released at commit.
+--
+-- Each element of `batch` carries the stored fields (r request_id, a agent_id, t task_type,
+-- p request_params, v intent_valid, e validation_errors, b / s context_bundle_ids /
+-- context_scd_ids as array literals, m processing_time_ms, at requested_at, c chain_id,
+-- pr parent_request_id) and the two hash inputs the application prepared from them:
+-- rc = record_content without its leading chain_sequence, cc = the content netstrings of
+-- every field after chain_sequence (decisions.md). Here:
+--   record_hash  = sha256(chain_sequence || rc || previous record_hash)
+--   content_hash = sha256(previous content_hash || netstring(chain_sequence) || cc)
+-- with the genesis hash as the previous hash of the first chained record. Returns the
+-- chain_sequence of the batch's first record (the others follow it in batch order).
+CREATE FUNCTION svc_audit_append(batch jsonb) RETURNS bigint
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  tip_seq  bigint;
+  tip_rh   text;
+  tip_ch   text;
+  prev_rh  text;
+  prev_ch  text;
+  seq      bigint;
+  first_seq bigint;
+  s        text;
+  el       jsonb;
+  n        integer := jsonb_array_length(batch);
+  seqs     bigint[] := ARRAY[]::bigint[];
+  prevs    text[] := ARRAY[]::text[];
+  rhs      text[] := ARRAY[]::text[];
+  chs      text[] := ARRAY[]::text[];
+BEGIN
+  PERFORM pg_advisory_xact_lock(7340100);
+  SELECT r.chain_sequence, r.record_hash, r.content_hash INTO tip_seq, tip_rh, tip_ch
+    FROM agent_context_requests r ORDER BY r.chain_sequence DESC LIMIT 1;
+  IF tip_rh IS NULL OR tip_rh = 'LEGACY_PRE_AUDIT' THEN
+    SELECT g.genesis_hash INTO prev_rh FROM audit_chain_genesis g ORDER BY g.id LIMIT 1;
+    IF prev_rh IS NULL THEN
+      RAISE EXCEPTION 'audit chain genesis is missing';
+    END IF;
+    prev_ch := prev_rh;
+  ELSE
+    prev_rh := tip_rh;
+    prev_ch := tip_ch;
+  END IF;
+  seq := coalesce(tip_seq, 0);
+  first_seq := seq + 1;
+  FOR i IN 0 .. n - 1 LOOP
+    el := batch -> i;
+    seq := seq + 1;
+    s := seq::text;
+    prevs := prevs || prev_rh;
+    prev_rh := encode(sha256(convert_to(s || (el ->> 'rc') || prev_rh, 'UTF8')), 'hex');
+    prev_ch := encode(sha256(convert_to(prev_ch || length(s)::text || ':' || s || ',' || (el ->> 'cc'), 'UTF8')), 'hex');
+    seqs := seqs || seq;
+    rhs := rhs || prev_rh;
+    chs := chs || prev_ch;
+  END LOOP;
+  INSERT INTO agent_context_requests (
+    request_id, agent_id, task_type, request_params, intent_valid, validation_errors,
+    context_bundle_ids, context_scd_ids, processing_time_ms, requested_at,
+    chain_sequence, previous_hash, record_hash, content_hash, chain_id, parent_request_id)
+  SELECT x ->> 'r', x ->> 'a', x ->> 't', NULLIF(x -> 'p', 'null'::jsonb), (x ->> 'v')::boolean,
+         NULLIF(x -> 'e', 'null'::jsonb), (x ->> 'b')::text[], (x ->> 's')::text[],
+         (x ->> 'm')::integer, (x ->> 'at')::timestamptz,
+         h.seq, h.prev, h.rh, h.ch, x ->> 'c', x ->> 'pr'
+    FROM unnest(seqs, prevs, rhs, chs) WITH ORDINALITY AS h(seq, prev, rh, ch, k)
+    CROSS JOIN LATERAL (SELECT batch -> (h.k::integer - 1) AS x) AS b;
+  RETURN first_seq;
+END;
+$fn$;
+REVOKE ALL ON FUNCTION svc_audit_append(jsonb) FROM PUBLIC;
 
 CREATE FUNCTION svc_reject_audit_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -57,6 +135,7 @@ GRANT USAGE ON SCHEMA public TO svc_app, svc_audit;
 -- Application role: INSERT (and SELECT, to read the chain tip) on the audit table; never
 -- UPDATE, DELETE or TRUNCATE. Full access to agents and keys.
 GRANT SELECT, INSERT ON agent_context_requests TO svc_app;
+GRANT EXECUTE ON FUNCTION svc_audit_append(jsonb) TO svc_app;
 GRANT SELECT, INSERT ON audit_chain_genesis TO svc_app;
 GRANT SELECT, INSERT, UPDATE, DELETE ON agents, agent_api_keys, mcp_servers, agent_policy_overrides TO svc_app;
 GRANT SELECT ON schema_migrations TO svc_app;

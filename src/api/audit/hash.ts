@@ -1,0 +1,146 @@
+/**
+ * The audit chain's hash rules (spec 2.3, 2.4 and decisions.md "Audit chain: the exact
+ * canonical form"). Two chains run side by side over the same records:
+ *
+ * - `record_hash` (the spec's): SHA-256 of record_content followed by previous_hash, where
+ *   record_content = chain_sequence + request_id + agent_id ('' when null) + task_type +
+ *   ('true' | 'false') + requested_at (ISO text), concatenated with no separator.
+ * - `content_hash` (decisions.md): SHA-256 of the previous record's content_hash (the
+ *   genesis hash for the first) followed by the netstrings `<bytes>:<canonical JSON>,` of
+ *   every stored field, in CONTENT_FIELDS order. It covers what the spec's hash does not:
+ *   which SCDs were delivered, and where agent_id ends and task_type begins.
+ *
+ * The writer computes the parts that do not depend on the chain tip here and lets the
+ * database finish them under the chain lock (see migration 0001, svc_audit_append); verify
+ * recomputes everything here, from the stored fields alone.
+ */
+import { hash as oneShotHash } from 'node:crypto';
+
+/** record_hash of records written before the chain existed; counted, never chained. */
+export const LEGACY_SENTINEL = 'LEGACY_PRE_AUDIT';
+
+/** The fields of content_hash, in order (decisions.md). */
+export const CONTENT_FIELDS = [
+  'chain_sequence',
+  'request_id',
+  'agent_id',
+  'task_type',
+  'request_params',
+  'intent_valid',
+  'validation_errors',
+  'context_bundle_ids',
+  'context_scd_ids',
+  'processing_time_ms',
+  'requested_at',
+  'chain_id',
+  'parent_request_id',
+] as const;
+
+/** One audit record's hashed fields, as stored. */
+export interface ChainFields {
+  chain_sequence: number;
+  request_id: string;
+  agent_id: string | null;
+  task_type: string;
+  request_params: Record<string, unknown> | null;
+  intent_valid: boolean;
+  validation_errors: Record<string, unknown> | null;
+  context_bundle_ids: string[] | null;
+  context_scd_ids: string[] | null;
+  processing_time_ms: number | null;
+  requested_at: Date;
+  chain_id: string | null;
+  parent_request_id: string | null;
+}
+
+/** Lowercase hex SHA-256 of the UTF-8 bytes of `s`. */
+export function sha256Hex(s: string): string {
+  return oneShotHash('sha256', s, 'hex');
+}
+
+/**
+ * Canonical JSON: objects with keys sorted (UTF-16 code unit order, as RFC 8785), compact,
+ * `null` for null and undefined. Strings are escaped as JSON.stringify does.
+ */
+export function canonicalJson(v: unknown): string {
+  if (v === null || v === undefined) return 'null';
+  if (typeof v !== 'object') return JSON.stringify(v);
+  if (v instanceof Date) return JSON.stringify(v.toISOString());
+  if (Array.isArray(v)) {
+    let out = '[';
+    for (let i = 0; i < v.length; i++) out += (i ? ',' : '') + canonicalJson(v[i]);
+    return out + ']';
+  }
+  const keys = Object.keys(v as object).sort();
+  let out = '{';
+  let first = true;
+  for (const k of keys) {
+    const x = (v as Record<string, unknown>)[k];
+    if (x === undefined) continue;
+    out += (first ? '' : ',') + JSON.stringify(k) + ':' + canonicalJson(x);
+    first = false;
+  }
+  return out + '}';
+}
+
+/** `<UTF-8 byte length>:<text>,` */
+export function netstring(text: string): string {
+  return `${Buffer.byteLength(text, 'utf8')}:${text},`;
+}
+
+/** The spec's record_content without the leading chain_sequence. */
+export function recordContentTail(f: Omit<ChainFields, 'chain_sequence'>): string {
+  return f.request_id + (f.agent_id ?? '') + f.task_type + (f.intent_valid ? 'true' : 'false') + f.requested_at.toISOString();
+}
+
+/** The content netstrings of every field after chain_sequence. */
+export function contentTail(f: Omit<ChainFields, 'chain_sequence'>): string {
+  return (
+    netstring(JSON.stringify(f.request_id)) +
+    netstring(canonicalJson(f.agent_id)) +
+    netstring(JSON.stringify(f.task_type)) +
+    netstring(canonicalJson(f.request_params)) +
+    netstring(f.intent_valid ? 'true' : 'false') +
+    netstring(canonicalJson(f.validation_errors)) +
+    netstring(canonicalJson(f.context_bundle_ids)) +
+    netstring(canonicalJson(f.context_scd_ids)) +
+    netstring(canonicalJson(f.processing_time_ms)) +
+    netstring(JSON.stringify(f.requested_at.toISOString())) +
+    netstring(canonicalJson(f.chain_id)) +
+    netstring(canonicalJson(f.parent_request_id))
+  );
+}
+
+/** record_hash = SHA-256(record_content + previous_hash). */
+export function computeRecordHash(f: ChainFields, previousHash: string): string {
+  return sha256Hex(String(f.chain_sequence) + recordContentTail(f) + previousHash);
+}
+
+/** content_hash = SHA-256(previous content_hash + netstrings of CONTENT_FIELDS). */
+export function computeContentHash(f: ChainFields, previousContentHash: string): string {
+  return sha256Hex(previousContentHash + netstring(String(f.chain_sequence)) + contentTail(f));
+}
+
+/**
+ * Makes a string storable and hash-stable: PostgreSQL text and jsonb refuse NUL, and a
+ * lone UTF-16 surrogate would be stored as U+FFFD, so the stored text would no longer be
+ * the hashed one. Both are replaced by U+FFFD before hashing and storing.
+ */
+export function storableText(s: string): string {
+  // String.prototype.toWellFormed is in Node 20; TypeScript's ES2022 lib does not declare it.
+  const str = s as string & { isWellFormed(): boolean; toWellFormed(): string };
+  const w = str.isWellFormed() ? s : str.toWellFormed();
+  return w.includes('\u0000') ? w.replace(/\u0000/g, '\uFFFD') : w;
+}
+
+/** storableText applied to every string (keys included) of a JSON value. */
+export function storableJson<T>(v: T): T {
+  if (typeof v === 'string') return storableText(v) as T;
+  if (Array.isArray(v)) return v.map((x) => storableJson(x)) as T;
+  if (v && typeof v === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) out[storableText(k)] = storableJson(x);
+    return out as T;
+  }
+  return v;
+}

@@ -1,0 +1,189 @@
+/**
+ * `verifyAuditChain`: recomputes both hash chains over every chained record, in ascending
+ * integer chain_sequence order, with constant memory whatever the chain's length.
+ *
+ * On PostgreSQL the records arrive as one `COPY (SELECT ...) TO STDOUT` stream (PostgreSQL
+ * and Node work at the same time; a cursor makes them take turns at half the speed); on
+ * PGlite they are read in pages by chain_sequence. Either way the database renders the
+ * values in their hashed text form (ISO time, 'true'/'false', JSON arrays) and the checker
+ * below does the rest. The first failure is reported; the stream is still read to its end
+ * so the connection stays usable.
+ */
+import type { AppContext } from '../../shared/app-context.js';
+import { genesisHash } from '../../shared/app-context.js';
+import { canonicalJson, LEGACY_SENTINEL, sha256Hex } from './hash.js';
+import { forEachCopyRow } from './copy-text.js';
+
+export interface AuditVerifyResult {
+  status: 'ok' | 'tampered';
+  record_count: number;
+  legacy_record_count: number;
+  first_chained_sequence: number | null;
+  last_verified_at: string;
+  tampered_at_sequence: number | null;
+  tampered_field_chain: 'record_hash' | 'content_hash' | null;
+  error: string | null;
+  genesis_hash: string | null;
+  deployment_id: string | null;
+  initialized_at: string | null;
+}
+
+/** Columns of a chained record, every value in its hashed text form (null for SQL NULL). */
+const COLUMNS = [
+  'chain_sequence::text',
+  'request_id',
+  'agent_id',
+  'task_type',
+  'request_params::text',
+  'intent_valid::text',
+  'validation_errors::text',
+  'to_json(context_bundle_ids)::text',
+  'to_json(context_scd_ids)::text',
+  'processing_time_ms::text',
+  `to_char(requested_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`,
+  'chain_id',
+  'parent_request_id',
+  'previous_hash',
+  'record_hash',
+  'content_hash',
+]
+  // Distinct names: PGlite returns rows as objects, in column order.
+  .map((c, i) => `${c} AS c${String(i).padStart(2, '0')}`)
+  .join(', ');
+const N_COLUMNS = 16;
+
+type Row = Array<string | null>;
+
+/** `<UTF-8 byte length>:<text>,`, with a fast path for ASCII. */
+function ns(s: string): string {
+  // eslint-disable-next-line no-control-regex
+  const n = NON_ASCII.test(s) ? Buffer.byteLength(s, 'utf8') : s.length;
+  return `${n}:${s},`;
+}
+// eslint-disable-next-line no-control-regex
+const NON_ASCII = /[^\x00-\x7f]/;
+
+const jsonText = (s: string | null) => (s === null ? 'null' : JSON.stringify(s));
+const canonicalJsonb = (s: string | null) => (s === null ? 'null' : canonicalJson(JSON.parse(s)));
+
+interface Failure {
+  seq: number;
+  chain: 'record_hash' | 'content_hash';
+  error: string;
+}
+
+/** Feeds records in order; remembers the first failure. */
+class ChainChecker {
+  count = 0;
+  first: number | null = null;
+  failure: Failure | null = null;
+  private lastSeq = 0;
+  private prevRh: string;
+  private prevCh: string;
+
+  constructor(
+    genesis: string,
+    /** The sequence the first chained record must carry (after the last legacy record). */
+    private readonly expectedFirst: number,
+  ) {
+    this.prevRh = genesis;
+    this.prevCh = genesis;
+  }
+
+  fail(seq: number, chain: Failure['chain'], error: string): void {
+    this.failure ??= { seq, chain, error };
+  }
+
+  check(r: Row): void {
+    this.count++;
+    if (this.failure) return;
+    const seqText = r[0]!;
+    const seq = Number(seqText);
+    const expected = this.first === null ? this.expectedFirst : this.lastSeq + 1;
+    if (this.first === null) this.first = seq;
+    if (seq !== expected) {
+      return this.fail(expected, 'record_hash', `record ${expected} is missing: the chain goes from ${expected - 1} to ${seq}`);
+    }
+    this.lastSeq = seq;
+    const [, rid, aid, task, params, intent, verr, bids, sids, ms, at, chainId, parent, prev, rh, ch] = r as string[];
+    if (prev !== this.prevRh) {
+      return this.fail(seq, 'record_hash', `previous_hash of record ${seq} is not the record_hash of ${seq === this.expectedFirst ? 'the genesis' : `record ${seq - 1}`}`);
+    }
+    const wantRh = sha256Hex(seqText + rid + (aid ?? '') + task + intent + at + this.prevRh);
+    let content: string;
+    try {
+      content =
+        this.prevCh +
+        ns(seqText) +
+        ns(JSON.stringify(rid)) +
+        ns(jsonText(aid)) +
+        ns(JSON.stringify(task)) +
+        ns(canonicalJsonb(params)) +
+        ns(intent!) +
+        ns(canonicalJsonb(verr)) +
+        ns(bids ?? 'null') +
+        ns(sids ?? 'null') +
+        ns(ms ?? 'null') +
+        ns(`"${at}"`) +
+        ns(jsonText(chainId)) +
+        ns(jsonText(parent));
+    } catch {
+      content = '';
+    }
+    const wantCh = content ? sha256Hex(content) : '';
+    if (wantRh !== rh) return this.fail(seq, 'record_hash', `record_hash of record ${seq} does not match its fields`);
+    if (wantCh !== ch) return this.fail(seq, 'content_hash', `content_hash of record ${seq} does not match its fields`);
+    this.prevRh = rh;
+    this.prevCh = ch;
+  }
+}
+
+const PAGE = 2000;
+
+/** Verifies both chains. A mismatch is a result (`tampered`), never an exception. */
+export async function verifyAuditChain(ctx: Pick<AppContext, 'db' | 'clock'>): Promise<AuditVerifyResult> {
+  const { db } = ctx;
+  const [g] = await db.query<{ deployment_id: string; genesis_hash: string; initialized_at: Date }>(
+    'SELECT deployment_id, genesis_hash, initialized_at FROM audit_chain_genesis ORDER BY id LIMIT 1',
+  );
+  const [legacy] = await db.query<{ n: number; last: number | null }>(
+    `SELECT count(*)::int8 AS n, max(chain_sequence) AS last FROM agent_context_requests WHERE record_hash = $1`,
+    [LEGACY_SENTINEL],
+  );
+  const legacyCount = Number(legacy?.n ?? 0);
+  const checker = new ChainChecker(g?.genesis_hash ?? '', Number(legacy?.last ?? 0) + 1);
+
+  const where = `record_hash <> '${LEGACY_SENTINEL}'`;
+  if (db.raw) {
+    const stream = await db.raw.unsafe(`COPY (SELECT ${COLUMNS} FROM agent_context_requests WHERE ${where} ORDER BY chain_sequence) TO STDOUT`).readable();
+    await forEachCopyRow(stream, N_COLUMNS, (row) => checker.check(row));
+  } else {
+    let after = -1;
+    for (;;) {
+      const rows = await db.query(`SELECT ${COLUMNS} FROM agent_context_requests WHERE ${where} AND chain_sequence > $1 ORDER BY chain_sequence LIMIT ${PAGE}`, [after]);
+      for (const r of rows) checker.check(Object.values(r) as Row);
+      if (rows.length < PAGE) break;
+      after = Number(Object.values(rows[rows.length - 1]!)[0]);
+    }
+  }
+
+  if (!g && checker.first !== null) {
+    checker.failure = { seq: checker.first, chain: 'record_hash', error: 'the genesis row is missing' };
+  } else if (g && checker.first !== null && genesisHash(g.deployment_id, g.initialized_at) !== g.genesis_hash) {
+    checker.failure = { seq: checker.first, chain: 'record_hash', error: 'the genesis hash does not match its deployment_id and initialized_at' };
+  }
+  const f = checker.failure;
+  return {
+    status: f ? 'tampered' : 'ok',
+    record_count: legacyCount + checker.count,
+    legacy_record_count: legacyCount,
+    first_chained_sequence: checker.first,
+    last_verified_at: ctx.clock.now().toISOString(),
+    tampered_at_sequence: f ? f.seq : null,
+    tampered_field_chain: f ? f.chain : null,
+    error: f ? f.error : null,
+    genesis_hash: g?.genesis_hash ?? null,
+    deployment_id: g?.deployment_id ?? null,
+    initialized_at: g ? g.initialized_at.toISOString() : null,
+  };
+}

@@ -1,0 +1,221 @@
+/**
+ * The audit writer: appends context-request records to the hash chain with group commit.
+ *
+ * Invariants:
+ * - A caller's promise resolves only after its record is committed (fail closed: the
+ *   context API answers only then), and rejects when it could not be committed.
+ * - The chain is serialized in the database (svc_audit_append takes a transaction-level
+ *   advisory lock, reads the tip, assigns tip + 1 and finishes both hashes), so records of
+ *   any number of processes form one gapless chain ordered by integer chain_sequence.
+ * - Records waiting while a batch is in flight are written together in the next batch: one
+ *   statement, one commit (and one WAL flush) for many requests.
+ * - A batch that fails is retried record by record, so one unstorable record cannot take
+ *   its batch-mates down with it.
+ */
+import { EventEmitter } from 'node:events';
+import type { AppContext } from '../../shared/app-context.js';
+import { canonicalJson, contentTail, recordContentTail, storableJson, storableText } from './hash.js';
+
+/** What the context API hands to the writer: every stored field except the chain's own. */
+export interface AuditEntry {
+  requestId: string;
+  agentId: string | null;
+  taskType: string;
+  requestParams: Record<string, string> | null;
+  intentValid: boolean;
+  validationErrors: Record<string, unknown> | null;
+  contextBundleIds: string[] | null;
+  contextScdIds: string[] | null;
+  processingTimeMs: number | null;
+  chainId: string | null;
+  parentRequestId: string | null;
+}
+
+export interface CommittedAudit {
+  requestId: string;
+  chainSequence: number;
+  requestedAt: Date;
+}
+
+interface Pending {
+  entry: AuditEntry;
+  resolve(c: CommittedAudit): void;
+  reject(e: unknown): void;
+}
+
+export interface AuditWriterOptions {
+  /** Most records per statement. */
+  maxBatch?: number;
+  /** Batches in flight at once (each waits for the chain lock in the database). */
+  maxInFlight?: number;
+}
+
+/** A PostgreSQL array literal of text elements, every element quoted. */
+export function textArrayLiteral(a: readonly string[]): string {
+  let out = '{';
+  for (let i = 0; i < a.length; i++) {
+    const s = a[i]!;
+    out += (i ? ',"' : '"') + (s.includes('"') || s.includes('\\') ? s.replace(/[\\"]/g, '\\$&') : s) + '"';
+  }
+  return out + '}';
+}
+
+export class AuditWriter {
+  /** Emits 'committed' (CommittedAudit[]) after each commit: the SSE stream wakes on it. */
+  readonly events = new EventEmitter();
+  private pending: Pending[] = [];
+  private inFlight = 0;
+  private scheduled = false;
+  private lastAt = 0;
+  private idle: Array<() => void> = [];
+  private readonly maxBatch: number;
+  private readonly maxInFlight: number;
+
+  constructor(
+    private readonly ctx: Pick<AppContext, 'db' | 'clock' | 'logger'>,
+    opts: AuditWriterOptions = {},
+  ) {
+    this.maxBatch = opts.maxBatch ?? 1000;
+    // PGlite runs one statement at a time: a second batch in flight would only queue.
+    this.maxInFlight = opts.maxInFlight ?? (ctx.db.kind === 'postgres' ? 2 : 1);
+    this.events.setMaxListeners(0);
+  }
+
+  /** Appends one record (normalized first, see normalizeEntry); resolves once it is committed. */
+  append(entry: AuditEntry): Promise<CommittedAudit> {
+    return new Promise((resolve, reject) => {
+      this.pending.push({ entry: normalizeEntry(entry), resolve, reject });
+      this.schedule();
+    });
+  }
+
+  /** Resolves when nothing is pending or in flight. */
+  drain(): Promise<void> {
+    if (!this.pending.length && !this.inFlight) return Promise.resolve();
+    return new Promise((resolve) => this.idle.push(resolve));
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.inFlight >= this.maxInFlight) return;
+    this.scheduled = true;
+    // One macrotask of grace gathers the records of requests handled in the same turn.
+    setImmediate(() => {
+      this.scheduled = false;
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    while (this.pending.length && this.inFlight < this.maxInFlight) {
+      const batch = this.pending.splice(0, this.maxBatch);
+      this.inFlight++;
+      void this.flush(batch).finally(() => {
+        this.inFlight--;
+        if (this.pending.length) this.schedule();
+        else if (!this.inFlight) for (const f of this.idle.splice(0)) f();
+      });
+    }
+  }
+
+  private async flush(batch: Pending[]): Promise<void> {
+    try {
+      this.settle(batch, await this.write(batch));
+    } catch (e) {
+      if (batch.length === 1) {
+        this.ctx.logger.error('audit write failed', { error: e as Error, request_id: batch[0]!.entry.requestId });
+        batch[0]!.reject(e);
+        return;
+      }
+      this.ctx.logger.warn('audit batch failed; retrying its records one by one', { error: e as Error, size: batch.length });
+      for (const p of batch) {
+        try {
+          this.settle([p], await this.write([p]));
+        } catch (e1) {
+          this.ctx.logger.error('audit write failed', { error: e1 as Error, request_id: p.entry.requestId });
+          p.reject(e1);
+        }
+      }
+    }
+  }
+
+  private settle(batch: Pending[], committed: CommittedAudit[]): void {
+    for (let i = 0; i < batch.length; i++) batch[i]!.resolve(committed[i]!);
+    if (this.events.listenerCount('committed')) this.events.emit('committed', committed);
+  }
+
+  /** Writes one batch in one statement; returns what each record got. */
+  private async write(batch: Pending[]): Promise<CommittedAudit[]> {
+    // Wall clock at insert, millisecond precision as stored; never decreasing in this process.
+    const now = Math.max(this.ctx.clock.now().getTime(), this.lastAt);
+    this.lastAt = now;
+    const requestedAt = new Date(now);
+    const iso = requestedAt.toISOString();
+    let json = '[';
+    for (let i = 0; i < batch.length; i++) {
+      const e = batch[i]!.entry;
+      const f = {
+        request_id: e.requestId,
+        agent_id: e.agentId,
+        task_type: e.taskType,
+        request_params: e.requestParams,
+        intent_valid: e.intentValid,
+        validation_errors: e.validationErrors,
+        context_bundle_ids: e.contextBundleIds,
+        context_scd_ids: e.contextScdIds,
+        processing_time_ms: e.processingTimeMs,
+        requested_at: requestedAt,
+        chain_id: e.chainId,
+        parent_request_id: e.parentRequestId,
+      };
+      if (i) json += ',';
+      json +=
+        `{"r":${JSON.stringify(f.request_id)},"a":${canonicalJson(f.agent_id)},"t":${JSON.stringify(f.task_type)},` +
+        `"p":${canonicalJson(f.request_params)},"v":${f.intent_valid},"e":${canonicalJson(f.validation_errors)},` +
+        `"b":${f.context_bundle_ids ? JSON.stringify(textArrayLiteral(f.context_bundle_ids)) : 'null'},` +
+        `"s":${f.context_scd_ids ? JSON.stringify(textArrayLiteral(f.context_scd_ids)) : 'null'},` +
+        `"m":${canonicalJson(f.processing_time_ms)},"at":"${iso}","c":${canonicalJson(f.chain_id)},"pr":${canonicalJson(f.parent_request_id)},` +
+        `"rc":${JSON.stringify(recordContentTail(f))},"cc":${JSON.stringify(contentTail(f))}}`;
+    }
+    json += ']';
+    const [row] = await this.ctx.db.query<{ first: number }>('SELECT svc_audit_append($1::jsonb) AS first', [json]);
+    const first = Number(row!.first);
+    return batch.map((p, i) => ({ requestId: p.entry.requestId, chainSequence: first + i, requestedAt }));
+  }
+}
+
+/**
+ * Makes an entry storable exactly as hashed: text with NUL or lone surrogates would be
+ * refused or altered by PostgreSQL, so every string is normalized first (see storableText).
+ * `task_type` is capped so that a rejected oversized body cannot bloat the log.
+ */
+export function normalizeEntry(e: AuditEntry): AuditEntry {
+  const text = (s: string | null, max: number) => (s === null ? null : storableText(s.length > max ? s.slice(0, max) : s));
+  return {
+    ...e,
+    agentId: text(e.agentId, 256),
+    taskType: text(e.taskType, MAX_AUDITED_TEXT)!,
+    requestParams: e.requestParams ? storableJson(e.requestParams) : null,
+    validationErrors: e.validationErrors ? storableJson(e.validationErrors) : null,
+    contextBundleIds: e.contextBundleIds ? e.contextBundleIds.map((s) => storableText(s)) : null,
+    contextScdIds: e.contextScdIds ? e.contextScdIds.map((s) => storableText(s)) : null,
+    chainId: text(e.chainId, MAX_AUDITED_TEXT),
+    parentRequestId: text(e.parentRequestId, MAX_AUDITED_TEXT),
+  };
+}
+
+/** Longest task_type, chain_id or parent_request_id kept in a record (a longer one is refused anyway). */
+export const MAX_AUDITED_TEXT = 1024;
+
+/** The process's writer (one per AppContext); pending records are flushed at close. */
+export function auditWriter(ctx: AppContext): AuditWriter {
+  return ctx.singleton('audit-writer', () => {
+    const w = new AuditWriter(ctx);
+    ctx.onClose(() => w.drain());
+    return w;
+  });
+}
+
+/** Appends one record through the context's writer; resolves once committed. */
+export function appendAudit(ctx: AppContext, entry: AuditEntry): Promise<CommittedAudit> {
+  return auditWriter(ctx).append(entry);
+}
