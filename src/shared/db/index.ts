@@ -95,7 +95,12 @@ async function openPostgres(opts: OpenDbOptions): Promise<Db> {
     password: opts.password ?? undefined,
     onnotice: () => {},
     // int8 (count(*), bigserial chain_sequence) comes back as a number: they stay far below 2^53.
-    types: { int8: { to: 20, from: [20], parse: (x: string) => Number(x), serialize: (x: number) => String(x) } } as any,
+    types: {
+      int8: { to: 20, from: [20], parse: (x: string) => Number(x), serialize: (x: number) => String(x) },
+      // `$n::jsonb` takes JSON text, as on PGlite: postgres.js would JSON.stringify a string
+      // again and store a JSON string scalar. Objects are still serialized.
+      json: { to: 114, from: [114, 3802], parse: (x: string) => JSON.parse(x), serialize: (x: unknown) => (typeof x === 'string' ? x : JSON.stringify(x)) },
+    } as any,
     prepare: true,
     connection: { application_name: 'svc' },
   });
