@@ -3,37 +3,45 @@
  * compiled once with ajv (draft 2020-12, formats checked).
  */
 import { readFileSync } from 'node:fs';
-import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
-import addFormats from 'ajv-formats';
-import type { Finding, ScdTier } from './rules.js';
+import { createRequire } from 'node:module';
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import type { Finding } from './rules.js';
 
-const load = (name: string): Record<string, unknown> =>
-  JSON.parse(readFileSync(new URL(`./schemas/${name}`, import.meta.url), 'utf8')) as Record<string, unknown>;
+const FILES = {
+  bundle: 'bundle.schema.json',
+  domain: 'domain-manifest.schema.json',
+  'scd-meta': 'scd-meta.schema.json',
+  'scd-standards': 'scd-standards.schema.json',
+  'scd-project': 'scd-project.schema.json',
+} as const;
 
-let compiled: { bundle: ValidateFunction; scd: Record<ScdTier, ValidateFunction>; domain: ValidateFunction } | null = null;
+// ajv is loaded and each schema compiled on first use: a CLI run that checks one SCD
+// should not pay for the four other schemas (or for ajv at all when it validates nothing).
+let ajv: { compile(schema: object): ValidateFunction } | null = null;
+const compiled = new Map<SchemaName, ValidateFunction>();
 
-function validators() {
-  if (compiled) return compiled;
-  const ajv = new Ajv2020({ allErrors: true, strict: false });
-  (addFormats as unknown as (a: unknown) => void)(ajv);
-  compiled = {
-    bundle: ajv.compile(load('bundle.schema.json')),
-    scd: {
-      meta: ajv.compile(load('scd-meta.schema.json')),
-      standards: ajv.compile(load('scd-standards.schema.json')),
-      project: ajv.compile(load('scd-project.schema.json')),
-    },
-    domain: ajv.compile(load('domain-manifest.schema.json')),
-  };
-  return compiled;
+function validator(name: SchemaName): ValidateFunction {
+  let fn = compiled.get(name);
+  if (fn) return fn;
+  if (!ajv) {
+    const require = createRequire(import.meta.url);
+    const { Ajv2020 } = require('ajv/dist/2020.js') as typeof import('ajv/dist/2020.js');
+    const addFormats = require('ajv-formats') as (a: unknown) => void;
+    const instance = new Ajv2020({ allErrors: true, strict: false });
+    addFormats(instance);
+    ajv = instance;
+  }
+  const schema = JSON.parse(readFileSync(new URL(`./schemas/${FILES[name]}`, import.meta.url), 'utf8')) as object;
+  fn = ajv.compile(schema);
+  compiled.set(name, fn);
+  return fn;
 }
 
-export type SchemaName = 'bundle' | 'domain' | `scd-${ScdTier}`;
+export type SchemaName = keyof typeof FILES;
 
 /** Validates `doc` against one SCS schema; findings carry rule `rule` and a JSON-pointer path. */
 export function schemaFindings(name: SchemaName, doc: unknown, rule: string, file?: string): Finding[] {
-  const v = validators();
-  const fn = name === 'bundle' ? v.bundle : name === 'domain' ? v.domain : v.scd[name.slice(4) as ScdTier];
+  const fn = validator(name);
   if (fn(doc)) return [];
   const out: Finding[] = [];
   const seen = new Set<string>();
