@@ -17,6 +17,8 @@ CREATE TABLE bundles (
   PRIMARY KEY (bundle_id, version)
 );
 CREATE INDEX bundles_type_idx ON bundles (bundle_type);
+-- Who imports a name unpinned: a new version of that name may close a cycle (publish check).
+CREATE INDEX bundles_imports_idx ON bundles USING gin ((manifest->'imports'));
 
 -- The content of each SCD as published in one bundle version (immutable with the version).
 CREATE TABLE bundle_scds (

@@ -76,9 +76,14 @@ export async function createBundle(ctx: AppContext, input: BundleCreate): Promis
       scds: scds.map((s) => ({ id: s.id, document: s.document })),
       imports: check.imports.map((i) => ({ ref: i.ref, target: pinned(i.head.id, i.head.version), pinned: i.ref.split(':').length === 3 })),
     });
-    // The new version may close a cycle through an unpinned import (B imports `bundle:A`, A imports `bundle:B`).
+    // The new version may close a cycle through an unpinned import (B imports `bundle:A`, A imports
+    // `bundle:B`). Only a bundle that imports this name unpinned can lead back here: without one
+    // (pinned imports of a version that did not exist yet are impossible) there is nothing to walk.
     try {
-      await resolveClosure(t, [ref], { mode: 'lenient' });
+      const [importer] = isDraft
+        ? []
+        : await t.query(`SELECT 1 FROM bundles WHERE manifest->'imports' @> $1::jsonb LIMIT 1`, [JSON.stringify([input.id])]);
+      if (importer) await resolveClosure(t, [ref], { mode: 'lenient' });
     } catch (e) {
       if (e instanceof AppError && e.code === 'validation_error' && Array.isArray(e.details?.cycle)) {
         const cycle = e.details.cycle as string[];

@@ -78,7 +78,7 @@ async function loadExtras(db: Db, snap: Snapshot, ids: string[]): Promise<Map<st
       `SELECT DISTINCT ON (s.scd_id) s.scd_id, s.bundle_id, s.bundle_version, s.content_yaml
          FROM bundle_scds s JOIN bundles b ON b.bundle_id = s.bundle_id AND b.version = s.bundle_version
         WHERE s.scd_id = ANY($1::text[]) AND b.is_active AND b.version <> 'DRAFT'
-        ORDER BY s.scd_id, b.published_at DESC, b.bundle_id, b.version`,
+        ORDER BY s.scd_id, b.published_at DESC, string_to_array(b.version, '.')::int[] DESC, b.bundle_id`,
       [missing],
     );
     for (const id of missing) cache.set(id, null);
