@@ -37,6 +37,16 @@ function build(): CAC {
     const isGlobal = sections.some((s) => s.title === 'Commands');
     const opts = sections.find((s) => s.title === 'Options');
     if (opts && isGlobal) opts.body = '  -h, --help     Display this message\n  -v, --version  Display version number';
+    // cac hides any option named `version` from command help; these commands own one.
+    const usage = sections.find((s) => s.title === 'Usage')?.body ?? '';
+    const own = usage.includes('bundle version') ? ['--version <semver>', 'Version to lock, MAJOR.MINOR.PATCH (required)']
+      : usage.includes('bundle create') ? ['--version <version>', 'Version (default DRAFT)'] : null;
+    if (opts && own) {
+      const rows = opts.body.split('\n').map((l) => /^ {2}(\S.*?)\s{2,}(.*)$/.exec(l)).filter((m): m is RegExpExecArray => !!m).map((m) => [m[1], m[2].trimEnd()]);
+      rows.splice(usage.includes('bundle version') ? 0 : rows.length - 1, 0, own);
+      const width = Math.max(...rows.map((r) => r[0].length));
+      opts.body = rows.map(([n, d]) => `  ${n.padEnd(width)}  ${d}`).join('\n');
+    }
     const examples = sections.find((s) => s.title === 'Examples');
     if (examples) examples.body = examples.body.split('\n').map((l) => `  $ ${l}`).join('\n');
     sections.push({
