@@ -123,7 +123,8 @@ export interface paths {
          *     background with the configured retries (`pending`, `retrying`, then `sent`
          *     or `failed`). With no endpoint configured the entry is still written, so the
          *     customer can see what would have been sent, and ends `failed` with
-         *     error_message `No telemetry endpoint configured`. No request body is read.
+         *     error_message `No telemetry endpoint configured`. No request body is needed; one
+         *     that is sent is ignored (it must still be JSON, as on every route).
          */
         post: operations["triggerTelemetryReport"];
         delete?: never;
@@ -244,7 +245,10 @@ export interface components {
         };
     };
     responses: {
-        /** @description The request is malformed or violates the contract (`validation_error`). */
+        /**
+         * @description The request is malformed or violates the contract (`validation_error`), for example
+         *     an unknown query parameter, or a request body that is not JSON.
+         */
         BadRequest: {
             headers: {
                 [name: string]: unknown;
@@ -311,6 +315,7 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -332,6 +337,7 @@ export interface operations {
                     "application/json": components["schemas"]["TelemetryConfig"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["AdminNotConfigured"];
@@ -355,6 +361,7 @@ export interface operations {
                     "application/json": components["schemas"]["TelemetryStats"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["AdminNotConfigured"];
@@ -436,6 +443,7 @@ export interface operations {
                     "application/json": components["schemas"]["TriggerResult"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["AdminNotConfigured"];

@@ -147,6 +147,24 @@ describe('telemetry service', () => {
     }
   });
 
+  it('answers 400 for an unknown query parameter or a body that is not JSON, as the contract declares', async () => {
+    const before = (await call(t, 'listTelemetryLog', 'GET', '/log?limit=500')).body.length;
+    for (const [opId, method, p] of [
+      ['getTelemetryHealth', 'GET', '/health?x=1'],
+      ['getTelemetryConfig', 'GET', '/config?x=1'],
+      ['getTelemetryStats', 'GET', '/stats?x=1'],
+      ['triggerTelemetryReport', 'POST', '/trigger?x=1'],
+    ] as const) {
+      const r = await call(t, opId, method, p);
+      expect(r.status, p).toBe(400);
+    }
+    const bad = await t.call('telemetry', 'POST', '/trigger', { admin: true, body: '{not json' });
+    expect(bad.status).toBe(400);
+    expect(ops.get('triggerTelemetryReport')!.api.validateResponse(bad.body, ops.get('triggerTelemetryReport')!.op, 400).errors ?? null).toBeNull();
+    // Nothing was written by the refused requests.
+    expect((await call(t, 'listTelemetryLog', 'GET', '/log?limit=500')).body.length).toBe(before);
+  });
+
   it('refuses a missing or wrong admin key', async () => {
     for (const [opId, method, p] of [
       ['getTelemetryConfig', 'GET', '/config'],

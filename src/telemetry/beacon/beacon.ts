@@ -1,6 +1,6 @@
 /**
- * The beacon runtime of one process: the daily schedule, manual triggers, and the delivery
- * of each report with retries.
+ * The beacon runtime of one process: the daily schedule, manual triggers, resumption of
+ * unfinished reports, and the deliveries in flight (delivery.ts sends one report).
  *
  * Invariants:
  * - At most one scheduled report per UTC day, across restarts and processes: the report is
@@ -15,16 +15,16 @@
 import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../../shared/app-context.js';
 import type { components } from '../../../gen/openapi/telemetry.js';
-import { buildReport, canonicalJson, signatureHeaderValue } from './payload.js';
-import { AbortedError, backoffMs, postBeacon, sleep } from './sender.js';
+import { buildReport } from './payload.js';
+import { displayEndpoint, sleep } from './sender.js';
+import { deliver, LEASE_MARGIN_MS, NO_ENDPOINT_MESSAGE } from './delivery.js';
 import * as store from './store.js';
+
+export { displayEndpoint, NO_ENDPOINT_MESSAGE };
 
 export type TelemetryConfigView = components['schemas']['TelemetryConfig'];
 
-export const NO_ENDPOINT_MESSAGE = 'No telemetry endpoint configured';
 const DAY_MS = 24 * 3600 * 1000;
-/** Slack added to every lease beyond the send timeout and the backoff wait. */
-const LEASE_MARGIN_MS = 60_000;
 /** Wait before the scheduler tries again after a database error. */
 const ERROR_RETRY_MS = 60_000;
 
@@ -46,19 +46,6 @@ export const utcDay = (d: Date) => d.toISOString().slice(0, 10);
 /** The daily report time (UTC) on the day of `d`. */
 export function dueOn(d: Date, hour: number): number {
   return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate(), hour);
-}
-
-/** The endpoint as shown and logged: a password in the URL is masked. */
-export function displayEndpoint(endpoint: string | null): string | null {
-  if (!endpoint) return null;
-  try {
-    const u = new URL(endpoint);
-    if (!u.password) return endpoint;
-    u.password = '***';
-    return u.toString();
-  } catch {
-    return endpoint;
-  }
 }
 
 export class Beacon {
@@ -256,70 +243,9 @@ export class Beacon {
 
   private launch(entry: store.QueuedEntry): void {
     if (this.stopped || this.inflight.has(entry.id)) return;
-    const p = this.deliver(entry).finally(() => this.inflight.delete(entry.id));
+    const deps = { ctx: this.ctx, owner: this.owner, signal: this.ac.signal, timeoutMs: this.timeoutMs, sleep: this.sleep, fetchImpl: this.opts.fetchImpl };
+    const p = deliver(deps, entry).finally(() => this.inflight.delete(entry.id));
     this.inflight.set(entry.id, p);
-  }
-
-  /** Sends one report until it is sent or out of attempts. Never throws. */
-  private async deliver(entry: store.QueuedEntry): Promise<void> {
-    const { id } = entry;
-    const endpoint = this.cfg.endpoint!;
-    const secret = this.cfg.signingSecret;
-    const max = this.cfg.retryMaxAttempts;
-    const db = this.ctx.db;
-    const signal = this.ac.signal;
-    // The exact bytes signed and sent: the payload's canonical JSON.
-    const body = canonicalJson(entry.payload);
-    const signature = secret ? signatureHeaderValue(body, secret) : null;
-    let attempts = entry.attempts;
-    let lastError = entry.error_message;
-    try {
-      if (entry.next_attempt_at) await this.sleep(entry.next_attempt_at.getTime() - this.ctx.clock.now().getTime(), signal);
-      for (;;) {
-        let now = this.ctx.clock.now();
-        if (attempts >= max) {
-          // Out of attempts already (e.g. TELEMETRY_RETRY_MAX_ATTEMPTS lowered since).
-          await store.recordOutcome(db, id, this.owner, { status: 'failed', attempts, errorMessage: lastError ?? 'Retry limit reached', nextAttemptAt: null, leaseUntil: null, now });
-          return;
-        }
-        const leaseUntil = new Date(now.getTime() + this.timeoutMs + LEASE_MARGIN_MS);
-        if (!(await store.beginAttempt(db, id, this.owner, leaseUntil, !!signature, displayEndpoint(endpoint)!, now))) {
-          this.log.warn('telemetry: lost the lease on a report; another process sends it', { id });
-          return;
-        }
-        const res = await postBeacon({ endpoint, body, signature, timeoutMs: this.timeoutMs, signal, fetchImpl: this.opts.fetchImpl });
-        attempts += 1;
-        now = this.ctx.clock.now();
-        if (res.ok) {
-          await store.recordOutcome(db, id, this.owner, { status: 'sent', attempts, errorMessage: null, nextAttemptAt: null, leaseUntil: null, now });
-          this.log.info('telemetry: report sent', { id, attempts, http_status: res.status, signed: !!signature });
-          return;
-        }
-        lastError = res.error;
-        if (attempts >= max) {
-          await store.recordOutcome(db, id, this.owner, { status: 'failed', attempts, errorMessage: res.error, nextAttemptAt: null, leaseUntil: null, now });
-          this.log.warn('telemetry: report failed; no attempts left', { id, attempts, error_message: res.error });
-          return;
-        }
-        const wait = backoffMs(this.cfg.retryBackoffBase, attempts);
-        const next = new Date(now.getTime() + wait);
-        const kept = await store.recordOutcome(db, id, this.owner, {
-          status: 'retrying',
-          attempts,
-          errorMessage: res.error,
-          nextAttemptAt: next,
-          leaseUntil: new Date(next.getTime() + this.timeoutMs + LEASE_MARGIN_MS),
-          now,
-        });
-        if (!kept) return;
-        this.log.warn('telemetry: send failed; retrying', { id, attempts, error_message: res.error, retry_in_ms: wait });
-        await this.sleep(wait, signal);
-      }
-    } catch (e) {
-      if (e instanceof AbortedError || signal.aborted) return; // stop(): the lease is given back, the next start resumes
-      // A database error: the report stays unfinished; once its lease runs out a scheduler step resumes it.
-      this.log.error('telemetry: sending a report failed unexpectedly', { id, error: e as Error });
-    }
   }
 }
 

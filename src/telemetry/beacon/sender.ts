@@ -85,3 +85,16 @@ export async function postBeacon(opts: {
     opts.signal.removeEventListener('abort', onAbort);
   }
 }
+
+/** The endpoint as shown and logged: a password in the URL is masked. */
+export function displayEndpoint(endpoint: string | null): string | null {
+  if (!endpoint) return null;
+  try {
+    const u = new URL(endpoint);
+    if (!u.password) return endpoint;
+    u.password = '***';
+    return u.toString();
+  } catch {
+    return endpoint;
+  }
+}
