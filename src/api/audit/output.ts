@@ -1,0 +1,85 @@
+/**
+ * Agent output logging (spec 4.5, migration 0003): an agent links an output to one of its own
+ * context requests. Outputs are append-only (the store refuses UPDATE and DELETE);
+ * `output_hash` is the hex SHA-256 of the output's canonical JSON, so an auditor can check
+ * the stored output. Another agent's request or output is 404, told apart from nothing.
+ */
+import { randomUUID } from 'node:crypto';
+import type { AppContext } from '../../shared/app-context.js';
+import { AppError } from '../../shared/errors.js';
+import { canonicalJson, sha256Hex } from './hash.js';
+
+export interface AgentOutput {
+  output_id: string;
+  request_id: string;
+  agent_id: string;
+  output: Record<string, unknown>;
+  output_type: string | null;
+  output_hash: string;
+  created_at: string;
+}
+
+// eslint-disable-next-line no-control-regex
+const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** JSON pointer of the first string (key or value) PostgreSQL would refuse or alter, or null. */
+function firstUnstorable(v: unknown, path: string): string | null {
+  if (typeof v === 'string') return UNSTORABLE.test(v) ? path : null;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const p = firstUnstorable(v[i], `${path}/${i}`);
+      if (p) return p;
+    }
+    return null;
+  }
+  if (v && typeof v === 'object') {
+    for (const [k, x] of Object.entries(v)) {
+      const p = `${path}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+      if (UNSTORABLE.test(k)) return p;
+      const q = firstUnstorable(x, p);
+      if (q) return q;
+    }
+  }
+  return null;
+}
+
+export async function logAgentOutput(
+  ctx: AppContext,
+  agentId: string,
+  input: { request_id: string; output: Record<string, unknown>; output_type?: string },
+): Promise<Omit<AgentOutput, 'output' | 'output_type'>> {
+  const bad = firstUnstorable(input.output, '/body/output') ?? (input.output_type !== undefined ? firstUnstorable(input.output_type, '/body/output_type') : null);
+  if (bad) {
+    throw new AppError('validation_error', 'The output contains text that cannot be stored exactly (NUL or a lone surrogate)', {
+      details: { errors: [{ path: bad, rule: 'storable_text', message: 'must not contain NUL characters or lone UTF-16 surrogates' }] },
+    });
+  }
+  const text = canonicalJson(input.output);
+  const outputHash = sha256Hex(text);
+  const outputId = randomUUID();
+  const rows = await ctx.db.query<{ created_at: Date }>(
+    `INSERT INTO agent_output_logs (output_id, request_id, agent_id, output_type, output, output_hash)
+     SELECT $1, r.request_id, r.agent_id, $4, $5::jsonb, $6 FROM agent_context_requests r WHERE r.request_id = $2 AND r.agent_id = $3
+     RETURNING created_at`,
+    [outputId, input.request_id, agentId, input.output_type ?? null, text, outputHash],
+  );
+  if (!rows.length) throw new AppError('not_found', 'No context request of this agent has this request_id');
+  return { output_id: outputId, request_id: input.request_id, agent_id: agentId, created_at: rows[0]!.created_at.toISOString(), output_hash: outputHash };
+}
+
+export async function getAgentOutput(ctx: AppContext, agentId: string, outputId: string): Promise<AgentOutput> {
+  const [r] = await ctx.db.query(
+    'SELECT output_id, request_id, agent_id, output, output_type, output_hash, created_at FROM agent_output_logs WHERE output_id = $1 AND agent_id = $2',
+    [outputId, agentId],
+  );
+  if (!r) throw new AppError('not_found', 'No output of this agent has this output_id');
+  return {
+    output_id: r.output_id,
+    request_id: r.request_id,
+    agent_id: r.agent_id,
+    output: typeof r.output === 'string' ? JSON.parse(r.output) : r.output,
+    output_type: r.output_type ?? null,
+    output_hash: r.output_hash,
+    created_at: (r.created_at as Date).toISOString(),
+  };
+}

@@ -1,0 +1,122 @@
+/**
+ * Audit reads (decisions.md "Audit reads"): a filtered page of records, the records of one
+ * multi-agent chain, and the records after a sequence (for the SSE stream). Always in
+ * ascending integer chain_sequence order; legacy records included.
+ */
+import type { AppContext } from '../../shared/app-context.js';
+import { AppError } from '../../shared/errors.js';
+
+export interface AuditRecord {
+  request_id: string;
+  agent_id: string | null;
+  task_type: string;
+  request_params: Record<string, unknown> | null;
+  intent_valid: boolean;
+  validation_errors: Record<string, unknown> | null;
+  context_bundle_ids: string[] | null;
+  context_scd_ids: string[] | null;
+  processing_time_ms: number | null;
+  requested_at: string;
+  chain_sequence: number;
+  previous_hash: string;
+  record_hash: string;
+  content_hash: string | null;
+  chain_id: string | null;
+  parent_request_id: string | null;
+}
+
+const COLUMNS = `request_id, agent_id, task_type, request_params, intent_valid, validation_errors, context_bundle_ids,
+  context_scd_ids, processing_time_ms, requested_at, chain_sequence, previous_hash, record_hash, content_hash, chain_id,
+  parent_request_id`;
+
+/** A jsonb value as an object (null for anything else). */
+function objectOrNull(v: unknown): Record<string, unknown> | null {
+  const o = typeof v === 'string' ? safeParse(v) : v;
+  return o && typeof o === 'object' && !Array.isArray(o) ? (o as Record<string, unknown>) : null;
+}
+function safeParse(s: string): unknown {
+  try {
+    return JSON.parse(s);
+  } catch {
+    return null;
+  }
+}
+
+export function toAuditRecord(r: Record<string, any>): AuditRecord {
+  return {
+    request_id: r.request_id,
+    agent_id: r.agent_id ?? null,
+    task_type: r.task_type,
+    request_params: objectOrNull(r.request_params),
+    intent_valid: r.intent_valid,
+    validation_errors: objectOrNull(r.validation_errors),
+    context_bundle_ids: r.context_bundle_ids ?? null,
+    context_scd_ids: r.context_scd_ids ?? null,
+    processing_time_ms: r.processing_time_ms ?? null,
+    requested_at: (r.requested_at as Date).toISOString(),
+    chain_sequence: Number(r.chain_sequence),
+    previous_hash: r.previous_hash,
+    record_hash: r.record_hash,
+    content_hash: r.content_hash ?? null,
+    chain_id: r.chain_id ?? null,
+    parent_request_id: r.parent_request_id ?? null,
+  };
+}
+
+export interface AuditQuery {
+  agentId?: string;
+  taskType?: string;
+  intentValid?: boolean;
+  since?: string;
+  until?: string;
+  afterSequence?: number;
+  limit: number;
+}
+
+function toDate(v: string, name: string): Date {
+  const d = new Date(v);
+  if (Number.isNaN(d.getTime())) throw new AppError('validation_error', `${name} is not a valid date-time`, { details: { errors: [{ path: `/query/${name}`, rule: 'format', message: 'must match format "date-time"' }] } });
+  return d;
+}
+
+/** A page of records matching every given filter; `next_after_sequence` is set when the page is full. */
+export async function listAuditRequests(ctx: AppContext, q: AuditQuery): Promise<{ records: AuditRecord[]; next_after_sequence: number | null }> {
+  const where: string[] = [];
+  const params: unknown[] = [];
+  const add = (sql: string, v: unknown) => {
+    params.push(v);
+    where.push(sql.replace('?', `$${params.length}`));
+  };
+  if (q.agentId !== undefined) add('agent_id = ?', q.agentId);
+  if (q.taskType !== undefined) add('task_type = ?', q.taskType);
+  if (q.intentValid !== undefined) add('intent_valid = ?', q.intentValid);
+  if (q.since !== undefined) add('requested_at >= ?', toDate(q.since, 'since'));
+  if (q.until !== undefined) add('requested_at < ?', toDate(q.until, 'until'));
+  if (q.afterSequence !== undefined) add('chain_sequence > ?', q.afterSequence);
+  params.push(q.limit);
+  const rows = await ctx.db.query(
+    `SELECT ${COLUMNS} FROM agent_context_requests ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY chain_sequence LIMIT $${params.length}`,
+    params,
+  );
+  const records = rows.map(toAuditRecord);
+  return { records, next_after_sequence: records.length === q.limit ? records[records.length - 1]!.chain_sequence : null };
+}
+
+/** The records of one multi-agent chain; 404 when none carries the id. */
+export async function getAuditChain(ctx: AppContext, chainId: string): Promise<{ chain_id: string; records: AuditRecord[] }> {
+  const rows = await ctx.db.query(`SELECT ${COLUMNS} FROM agent_context_requests WHERE chain_id = $1 ORDER BY chain_sequence`, [chainId]);
+  if (!rows.length) throw new AppError('not_found', 'No audit record carries this chain_id');
+  return { chain_id: chainId, records: rows.map(toAuditRecord) };
+}
+
+/** Up to `limit` records after `after`, in order (the SSE stream's reads). */
+export async function readAuditAfter(ctx: Pick<AppContext, 'db'>, after: number, limit: number): Promise<AuditRecord[]> {
+  const rows = await ctx.db.query(`SELECT ${COLUMNS} FROM agent_context_requests WHERE chain_sequence > $1 ORDER BY chain_sequence LIMIT $2`, [after, limit]);
+  return rows.map(toAuditRecord);
+}
+
+/** The highest chain_sequence (0 for an empty log). */
+export async function lastSequence(ctx: Pick<AppContext, 'db'>): Promise<number> {
+  const [r] = await ctx.db.query<{ s: number | null }>('SELECT max(chain_sequence) AS s FROM agent_context_requests');
+  return Number(r?.s ?? 0);
+}

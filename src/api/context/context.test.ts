@@ -1,0 +1,223 @@
+/**
+ * The context API end to end (REST and gRPC against the real services, PGlite or
+ * PostgreSQL): the six steps, the error bodies, key scopes, and one committed audit record
+ * per request whatever its outcome, on the real W1 corpus.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestStack, type TestStack } from '../../../test/harness.js';
+import { issueKey, makeAgent } from '../../../test/identity/fixtures.js';
+import { grpcClient } from '../../../test/context/fixtures.js';
+import { publishCorpus, type PublishedCorpus } from '../../../test/fixtures/corpus.js';
+import { recomputeChain } from '../../../test/audit/recompute.js';
+
+let t: TestStack;
+let corpus: PublishedCorpus;
+let agent: any;
+let key: any;
+
+beforeAll(async () => {
+  t = await startTestStack({ services: ['api', 'context-grpc'] });
+  corpus = await publishCorpus((s, m, p, o) => t.call(s, m, p, o), { workload: 'W1' });
+  agent = await makeAgent(t, { role_id: 'role:security', allowed_intents: ['code_review', 'triage'] });
+  key = await issueKey(t, agent.agent_id);
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+const ctxCall = (body: unknown, apiKey?: string, headers?: Record<string, string>) => t.call('api', 'POST', '/api/context', { body, apiKey, headers });
+
+async function recordOf(requestId: string): Promise<Record<string, any>> {
+  const rows = await t.testDb.db.query('SELECT * FROM agent_context_requests WHERE request_id = $1', [requestId]);
+  expect(rows).toHaveLength(1);
+  return rows[0]!;
+}
+
+async function count(): Promise<number> {
+  const [r] = await t.testDb.db.query<{ n: number }>('SELECT count(*)::int AS n FROM agent_context_requests');
+  return Number(r!.n);
+}
+
+describe('POST /api/context', () => {
+  it('serves the role-scoped context (W1) and records it', async () => {
+    const r = await ctxCall({ task_type: 'code_review', params: { repo: 'svc', pr: '42' } }, key.api_key);
+    expect(r.status).toBe(200);
+    const want = [...corpus.metaScdIds, ...corpus.concernScds.security!];
+    expect(r.body).toMatchObject({ success: true, agent_id: agent.agent_id, role_id: 'role:security', task_type: 'code_review' });
+    expect([...r.body.scd_ids].sort()).toEqual([...want].sort());
+    expect(Object.keys(r.body.scd_content).sort()).toEqual([...want].sort());
+    expect(r.body.context_bundle_ids).toEqual(expect.arrayContaining([corpus.concernBundles.security]));
+    expect(typeof r.body.timestamp).toBe('number');
+    expect(Math.abs(r.body.timestamp - Date.now() / 1000)).toBeLessThan(60);
+    expect(r.headers.get('x-request-id')).toBe(r.body.request_id);
+    const rec = await recordOf(r.body.request_id);
+    expect(rec).toMatchObject({ agent_id: agent.agent_id, task_type: 'code_review', intent_valid: true, validation_errors: null, request_params: { repo: 'svc', pr: '42' } });
+    expect(rec.context_scd_ids).toEqual(r.body.scd_ids);
+    expect(rec.context_bundle_ids).toEqual(r.body.context_bundle_ids);
+    expect(rec.processing_time_ms).toBe(r.body.processing_time_ms);
+  });
+
+  it.each([
+    ['a missing key', undefined, 'API key missing'],
+    ['an unknown key', `sk_${randomBytes(30).toString('base64url').replace(/[-_]/g, 'a').slice(0, 40)}`, 'Invalid API key'],
+    ['a malformed key', 'not-a-key', 'Invalid API key'],
+  ])('refuses %s with 401 AUTH_FAILED and records it with no agent', async (_, apiKey, message) => {
+    const r = await ctxCall({ task_type: 'code_review' }, apiKey);
+    expect(r.status).toBe(401);
+    expect(r.body).toEqual({ success: false, error_code: 'AUTH_FAILED', error_message: message, request_id: expect.any(String) });
+    const rec = await recordOf(r.body.request_id);
+    expect(rec).toMatchObject({ agent_id: null, task_type: 'code_review', intent_valid: false, context_scd_ids: null });
+    expect(rec.validation_errors).toMatchObject({ error_code: 'AUTH_FAILED' });
+  });
+
+  it('refuses a revoked key, an expired key and a suspended agent with 401, recording the agent', async () => {
+    const a = await makeAgent(t, { role_id: 'role:security', allowed_intents: ['code_review'] });
+    const revoked = await issueKey(t, a.agent_id);
+    expect((await t.call('api', 'DELETE', `/api/agents/${a.agent_id}/api-keys/${revoked.key_id}?revoked_by=tests`, { admin: true })).status).toBeLessThan(300);
+    const r1 = await ctxCall({ task_type: 'code_review' }, revoked.api_key);
+    expect(r1.status).toBe(401);
+    expect(r1.body.error_message).toBe('API key revoked');
+    expect((await recordOf(r1.body.request_id)).agent_id).toBe(a.agent_id);
+
+    const expired = await issueKey(t, a.agent_id);
+    await t.testDb.owner.query(`UPDATE agent_api_keys SET expires_at = now() - interval '1 minute' WHERE key_id = $1`, [expired.key_id]);
+    const r2 = await ctxCall({ task_type: 'code_review' }, expired.api_key);
+    expect(r2.status).toBe(401);
+    expect(r2.body.error_message).toBe('API key expired');
+
+    const live = await issueKey(t, a.agent_id);
+    expect((await ctxCall({ task_type: 'code_review' }, live.api_key)).status).toBe(200);
+    expect((await t.call('api', 'PUT', `/api/agents/${a.agent_id}`, { admin: true, body: { status: 'suspended' } })).status).toBe(200);
+    const r3 = await ctxCall({ task_type: 'code_review' }, live.api_key);
+    expect(r3.status).toBe(401);
+    expect(r3.body.error_code).toBe('AUTH_FAILED');
+    expect((await recordOf(r3.body.request_id)).agent_id).toBe(a.agent_id);
+  });
+
+  it('refuses an intent outside the allowed intents, and outside the key scopes, with 403', async () => {
+    const r = await ctxCall({ task_type: 'deploy_prod' }, key.api_key);
+    expect(r.status).toBe(403);
+    expect(r.body).toMatchObject({ success: false, error_code: 'INTENT_NOT_ALLOWED' });
+    expect(await recordOf(r.body.request_id)).toMatchObject({ agent_id: agent.agent_id, task_type: 'deploy_prod', intent_valid: false, context_scd_ids: null });
+
+    const scoped = await issueKey(t, agent.agent_id, { scopes: ['triage'] });
+    expect((await ctxCall({ task_type: 'triage' }, scoped.api_key)).status).toBe(200);
+    const r2 = await ctxCall({ task_type: 'code_review' }, scoped.api_key);
+    expect(r2.status).toBe(403);
+    expect(r2.body.error_message).toMatch(/scopes/);
+  });
+
+  it('answers 400 VALIDATION_ERROR for a bad body after authenticating, and records it', async () => {
+    const cases: Array<[unknown, string]> = [
+      [{}, ''],
+      [{ task_type: 'code_review', extra: 1 }, 'code_review'],
+      [{ task_type: 7 }, ''],
+      [{ task_type: 'x'.repeat(129) }, 'x'.repeat(129)],
+      [{ task_type: 'code_review', params: { a: 1 } }, 'code_review'],
+      ['{not json', ''],
+    ];
+    for (const [body, task] of cases) {
+      const r = await ctxCall(body, key.api_key);
+      expect(r.status, JSON.stringify(body)).toBe(400);
+      expect(r.body).toMatchObject({ success: false, error_code: 'VALIDATION_ERROR', request_id: expect.any(String) });
+      const rec = await recordOf(r.body.request_id);
+      expect(rec).toMatchObject({ agent_id: agent.agent_id, task_type: task, intent_valid: false });
+      expect(rec.validation_errors.errors.length).toBeGreaterThan(0);
+    }
+    // Without a valid key the answer is 401 whatever the body.
+    const r = await ctxCall('{not json');
+    expect(r.status).toBe(401);
+    expect(r.body.error_code).toBe('AUTH_FAILED');
+  });
+
+  it('applies overrides and restrictions (a restriction wins)', async () => {
+    const security = corpus.concernScds.security!;
+    const other = corpus.concernScds[Object.keys(corpus.concernScds).find((n) => n !== 'security')!]![0]!;
+    const a = await makeAgent(t, { role_id: 'role:security', allowed_intents: ['code_review'], overrides: [other, security[1]], restrictions: [security[0], security[1]] });
+    const k = await issueKey(t, a.agent_id);
+    const r = await ctxCall({ task_type: 'code_review' }, k.api_key);
+    expect(r.status).toBe(200);
+    expect(r.body.scd_ids).toContain(other);
+    expect(r.body.scd_ids).not.toContain(security[0]);
+    expect(r.body.scd_ids).not.toContain(security[1]);
+    expect(r.body.scd_ids).toContain(security[2]);
+  });
+
+  it('writes exactly one record per request, whatever the outcome', async () => {
+    const before = await count();
+    const bodies = [
+      ...Array.from({ length: 20 }, () => ({ b: { task_type: 'code_review' }, k: key.api_key })),
+      ...Array.from({ length: 5 }, () => ({ b: { task_type: 'nope' }, k: key.api_key })),
+      ...Array.from({ length: 5 }, () => ({ b: { task_type: 'code_review' }, k: undefined })),
+      ...Array.from({ length: 5 }, () => ({ b: { bad: true }, k: key.api_key })),
+    ];
+    const answers = await Promise.all(bodies.map((x) => ctxCall(x.b, x.k)));
+    expect(answers.map((a) => a.status).sort()).toEqual([...Array(20).fill(200), ...Array(5).fill(400), ...Array(5).fill(401), ...Array(5).fill(403)].sort());
+    expect(await count()).toBe(before + bodies.length);
+    const ids = answers.map((a) => a.body.request_id);
+    const rows = await t.testDb.db.query('SELECT request_id FROM agent_context_requests WHERE request_id = ANY($1::text[])', [ids]);
+    expect(rows).toHaveLength(bodies.length);
+  });
+
+  it('records chain_id and parent_request_id, readable as a chain', async () => {
+    const chainId = `chain-${randomUUID()}`;
+    const r1 = await ctxCall({ task_type: 'code_review', chain_id: chainId }, key.api_key);
+    const r2 = await ctxCall({ task_type: 'triage', chain_id: chainId, parent_request_id: r1.body.request_id }, key.api_key);
+    const r3 = await ctxCall({ task_type: 'forbidden', chain_id: chainId, parent_request_id: r2.body.request_id }, key.api_key);
+    expect([r1.status, r2.status, r3.status]).toEqual([200, 200, 403]);
+    const c = await t.call('api', 'GET', `/api/audit/chain/${chainId}`, { admin: true });
+    expect(c.status).toBe(200);
+    expect(c.body.chain_id).toBe(chainId);
+    expect(c.body.records.map((x: any) => [x.request_id, x.parent_request_id])).toEqual([
+      [r1.body.request_id, null],
+      [r2.body.request_id, r1.body.request_id],
+      [r3.body.request_id, r2.body.request_id],
+    ]);
+    expect((await t.call('api', 'GET', `/api/audit/chain/none-${randomUUID()}`, { admin: true })).status).toBe(404);
+  });
+});
+
+describe('gRPC RequestContext (an independent grpc-js client)', () => {
+  const call = (req: Record<string, unknown>): Promise<any> =>
+    new Promise((resolve, reject) => {
+      const client = grpcClient(t);
+      client.RequestContext(req, (err: Error | null, res: any) => {
+        client.close();
+        if (err) reject(err);
+        else resolve(res);
+      });
+    });
+
+  it('serves the same context as REST and records it', async () => {
+    const rest = await ctxCall({ task_type: 'code_review' }, key.api_key);
+    const res = await call({ api_key: key.api_key, task_type: 'code_review', params: { ticket: 'T-1' }, chain_id: 'g-chain' });
+    expect(res).toMatchObject({ success: true, agent_id: agent.agent_id, role_id: 'role:security', task_type: 'code_review', error_code: '', error_message: '' });
+    expect(res.scd_ids).toEqual(rest.body.scd_ids);
+    expect(res.scd_content).toEqual(rest.body.scd_content);
+    expect(res.context_bundle_ids).toEqual(rest.body.context_bundle_ids);
+    expect(Number(res.timestamp)).toBeGreaterThan(1_700_000_000);
+    expect(await recordOf(res.request_id)).toMatchObject({ agent_id: agent.agent_id, intent_valid: true, request_params: { ticket: 'T-1' }, chain_id: 'g-chain', parent_request_id: null });
+  });
+
+  it('answers refusals in-band and records them', async () => {
+    const bad = await call({ api_key: 'sk_nope', task_type: 'code_review' });
+    expect(bad).toMatchObject({ success: false, error_code: 'AUTH_FAILED', agent_id: '', scd_ids: [] });
+    expect((await recordOf(bad.request_id)).agent_id).toBeNull();
+    const denied = await call({ api_key: key.api_key, task_type: 'launch' });
+    expect(denied).toMatchObject({ success: false, error_code: 'INTENT_NOT_ALLOWED', agent_id: agent.agent_id });
+    const invalid = await call({ api_key: key.api_key, task_type: '' });
+    expect(invalid).toMatchObject({ success: false, error_code: 'VALIDATION_ERROR' });
+    expect((await recordOf(invalid.request_id)).validation_errors.errors[0].path).toBe('/task_type');
+  });
+});
+
+describe('the chain after all of the above', () => {
+  it('verifies, and every stored hash matches an independent recomputation', async () => {
+    const v = await t.call('api', 'GET', '/api/audit/verify', { admin: true });
+    expect(v.status).toBe(200);
+    expect(v.body).toMatchObject({ status: 'ok', tampered_at_sequence: null, legacy_record_count: 0, record_count: await count() });
+    expect(v.body.deployment_id).toBe(t.config.deploymentId);
+    expect((await recomputeChain(t.testDb.db)).mismatches).toEqual([]);
+  });
+});

@@ -1,0 +1,146 @@
+/**
+ * `requestContext`: the intent-based context request (spec 4.1), shared by REST
+ * `POST /api/context` and gRPC `RequestContext`. It never sees HTTP or protobuf.
+ *
+ * The six steps, in order: authenticate the key (and the agent), [validate the body],
+ * check the intent (agent's allowed intents, narrowed by the key's scopes), select the
+ * role's SCDs, apply overrides and restrictions (both inside selectContext), then write the
+ * audit record and answer.
+ *
+ * Invariants:
+ * - every call that returns writes exactly one audit record first, accepted or refused
+ *   (also for a missing or unknown key and a bad body), and returns only after it is
+ *   committed; when the record cannot be committed the call throws and no context leaves
+ *   (fail closed);
+ * - a refusal says why without revealing anything about other agents.
+ */
+import type { AppContext } from '../../shared/app-context.js';
+import type { ValidationIssue } from '../../shared/http/openapi-app.js';
+import { verifyAgentKey } from '../keys/verify-key.js';
+import { selectContext, type SelectedContext } from '../graph/select.js';
+import { appendAudit, type AuditEntry } from '../audit/writer.js';
+
+export type ContextErrorCode = 'AUTH_FAILED' | 'INTENT_NOT_ALLOWED' | 'VALIDATION_ERROR' | 'INTERNAL_ERROR';
+
+export interface ContextRequestInput {
+  /** The audit record's id (a UUID v4). */
+  requestId: string;
+  /** X-API-Key / api_key as presented. */
+  apiKey: string | null | undefined;
+  /** The body as received (may be anything when `issues` is set). */
+  body: unknown;
+  /** Contract violations of the body, or null when it is valid. */
+  issues: ValidationIssue[] | null;
+  /** performance.now() when the request arrived. */
+  startedAt: number;
+}
+
+interface Common {
+  requestId: string;
+  agentId: string | null;
+  roleId: string | null;
+  taskType: string;
+  /** Unix seconds. */
+  timestamp: number;
+  processingTimeMs: number;
+}
+
+export type ContextOutcome =
+  | (Common & { ok: true; agentId: string; roleId: string; selected: SelectedContext })
+  | (Common & { ok: false; code: ContextErrorCode; message: string });
+
+/** Longest stored parameter value and most parameters (as the contract's ContextRequest). */
+const MAX_PARAMS = 100;
+const MAX_PARAM_VALUE = 4096;
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The parts of a (possibly invalid) body that can be recorded as given. */
+function recordable(body: unknown): { taskType: string; params: Record<string, string> | null; chainId: string | null; parentRequestId: string | null } {
+  const b = isRecord(body) ? body : {};
+  const text = (v: unknown, max: number) => (typeof v === 'string' && v.length > 0 && v.length <= max ? v : null);
+  let params: Record<string, string> | null = null;
+  if (isRecord(b.params)) {
+    const entries = Object.entries(b.params);
+    if (entries.length <= MAX_PARAMS && entries.every(([, v]) => typeof v === 'string' && v.length <= MAX_PARAM_VALUE)) params = b.params as Record<string, string>;
+  }
+  return {
+    taskType: typeof b.task_type === 'string' ? b.task_type : '',
+    params,
+    chainId: text(b.chain_id, 128),
+    parentRequestId: text(b.parent_request_id, 128),
+  };
+}
+
+/** Runs the context request flow and writes its audit record. Throws only when the record cannot be committed. */
+export async function requestContext(ctx: AppContext, input: ContextRequestInput): Promise<ContextOutcome> {
+  const { requestId, startedAt } = input;
+  const given = recordable(input.body);
+  const elapsed = () => Math.max(0, Math.round(performance.now() - startedAt));
+
+  const refuse = async (code: ContextErrorCode, message: string, agentId: string | null, roleId: string | null, extra: Record<string, unknown> = {}): Promise<ContextOutcome> => {
+    const processingTimeMs = elapsed();
+    // intent_valid says whether the intent was allowed: only an internal failure comes after that check.
+    const intentValid = code === 'INTERNAL_ERROR';
+    await appendAudit(ctx, entry(requestId, given, agentId, intentValid, { error_code: code, error_message: message, ...extra }, null, processingTimeMs));
+    return { ok: false, code, message, requestId, agentId, roleId, taskType: given.taskType, timestamp: unixSeconds(ctx), processingTimeMs };
+  };
+
+  // 1. The key and its agent.
+  const key = await verifyAgentKey(ctx, input.apiKey);
+  if (!key.ok) return refuse('AUTH_FAILED', key.reason, key.agentId, null);
+
+  // The body, once the caller is known (a stranger learns nothing about the contract).
+  if (input.issues) return refuse('VALIDATION_ERROR', 'The request body is invalid', key.agentId, key.roleId, { errors: input.issues });
+
+  // 2. The intent: in the agent's allowed intents and, when the key has scopes, in them.
+  const task = given.taskType;
+  if (!key.allowedIntents.includes(task)) {
+    return refuse('INTENT_NOT_ALLOWED', `Task type "${task}" is not among the agent's allowed intents`, key.agentId, key.roleId);
+  }
+  if (key.scopes !== null && !key.scopes.includes(task)) {
+    return refuse('INTENT_NOT_ALLOWED', `Task type "${task}" is not among this API key's scopes`, key.agentId, key.roleId);
+  }
+
+  // 3-4. The role's SCDs, overrides added, restrictions removed.
+  let selected: SelectedContext;
+  try {
+    selected = await selectContext(ctx, { roleId: key.roleId, overrides: key.overrides, restrictions: key.restrictions });
+  } catch (e) {
+    ctx.logger.error('context selection failed', { request_id: requestId, error: e as Error });
+    return refuse('INTERNAL_ERROR', 'Internal error', key.agentId, key.roleId);
+  }
+
+  // 5-6. The audit record, committed before the answer.
+  const processingTimeMs = elapsed();
+  await appendAudit(ctx, entry(requestId, given, key.agentId, true, null, selected, processingTimeMs));
+  return { ok: true, requestId, agentId: key.agentId, roleId: key.roleId, taskType: task, selected, timestamp: unixSeconds(ctx), processingTimeMs };
+}
+
+function unixSeconds(ctx: AppContext): number {
+  return Math.floor(ctx.clock.now().getTime() / 1000);
+}
+
+function entry(
+  requestId: string,
+  given: ReturnType<typeof recordable>,
+  agentId: string | null,
+  intentValid: boolean,
+  validationErrors: Record<string, unknown> | null,
+  selected: SelectedContext | null,
+  processingTimeMs: number,
+): AuditEntry {
+  return {
+    requestId,
+    agentId,
+    taskType: given.taskType,
+    requestParams: given.params,
+    intentValid,
+    validationErrors,
+    contextBundleIds: selected ? selected.bundleIds : null,
+    contextScdIds: selected ? selected.scdIds : null,
+    processingTimeMs,
+    chainId: given.chainId,
+    parentRequestId: given.parentRequestId,
+  };
+}
