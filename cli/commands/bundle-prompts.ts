@@ -107,8 +107,9 @@ async function askImports(type: BundleType, self: string, preset: string[], proj
   const allowed = ALLOWED_IMPORTS[type];
   const offers = (project?.bundles ?? [])
     .map((f) => f.doc as { id: string; type: BundleType; version?: string })
-    .filter((d) => d.id !== self && allowed.includes(d.type))
-    .map((d) => (typeof d.version === 'string' && d.version !== 'DRAFT' ? `${d.id}:${d.version}` : d.id));
+    // Only locked versions are offered, pinned: an import cannot resolve to a DRAFT.
+    .filter((d) => d.id !== self && allowed.includes(d.type) && typeof d.version === 'string' && d.version !== 'DRAFT')
+    .map((d) => `${d.id}:${d.version}`);
   const known = [...new Set(offers)].sort();
   let chosen: string[] = [];
   if (known.length > 0) {
