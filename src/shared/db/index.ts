@@ -166,6 +166,13 @@ export function mapDbError(e: unknown): unknown {
     case '22007':
     case '22008':
       return new AppError('validation_error', 'A value has the wrong form', { cause: e });
+    // PostgreSQL text and jsonb cannot hold U+0000: a request carrying it is bad input, not a failure.
+    case '22021':
+    case '22P05':
+      return new AppError('validation_error', 'A text value contains a character that cannot be stored (U+0000)', {
+        details: { errors: [{ path: '/body', rule: 'nul_character', message: 'text must not contain U+0000' }] },
+        cause: e,
+      });
   }
   if (err.message && err.message.includes(AUDIT_IMMUTABLE_MESSAGE)) {
     return new AppError('immutable', AUDIT_IMMUTABLE_MESSAGE, { cause: e });
