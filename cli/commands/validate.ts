@@ -75,13 +75,15 @@ export function registerValidate(cli: CAC): void {
   cli
     .command('validate [...paths]', 'Validate bundles and SCD files (a file, a directory, or several)')
     .option('--strict', 'Enforce everything: SCS JSON Schemas, relationship rules, import graph, versions')
+    .option('--loose', 'Loose even when the configuration (validate.strict) says strict')
     .option('-o, --output <format>', 'Output format: text or json', { default: 'text' })
     .example('svc validate . --strict')
     .example('svc validate concerns/security.yaml -o json')
-    .action((paths: string[], opts: { strict?: boolean; output: string }) => {
+    .action((paths: string[], opts: { strict?: boolean; loose?: boolean; output: string }) => {
       if (paths.length === 0) throw usageError('validate needs a file or directory (svc validate <path> [--strict])');
       if (opts.output !== 'text' && opts.output !== 'json') throw usageError(`--output must be text or json, not '${opts.output}'`);
-      const strict = opts.strict ?? resolveKey('validate.strict').value === 'true';
+      if (opts.strict && opts.loose) throw usageError('choose one of --strict and --loose');
+      const strict = opts.loose ? false : opts.strict ?? resolveKey('validate.strict').value === 'true';
       const { files, dirs } = loadPaths(paths);
       const report = validateLoaded(files, strict, dirs > 0 || paths.length > 1);
       if (opts.output === 'json') json(report);
