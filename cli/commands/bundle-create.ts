@@ -30,7 +30,8 @@ interface Opts {
 export const list = (v: unknown): string[] | undefined =>
   v === undefined || v === null ? undefined : (Array.isArray(v) ? v : [v]).flatMap((x) => String(x).split(',')).map((s) => s.trim()).filter(Boolean);
 
-const text = (v: unknown) => (v === undefined || v === null ? undefined : String(v));
+/** A repeated option (`--title a --title b`) keeps its last value. */
+const text = (v: unknown) => (v === undefined || v === null ? undefined : String(Array.isArray(v) ? v.at(-1) : v));
 const needsScds = (t: BundleType) => t === 'meta' || t === 'concern';
 const needsImports = (t: BundleType) => t === 'project' || t === 'domain';
 

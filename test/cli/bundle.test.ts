@@ -1,8 +1,11 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parse } from 'yaml';
 import { pty, sandbox, BIN } from './helpers.js';
+
+// Every test spawns the real bin (tsx start-up, ~1 s each on an idle machine): allow for a loaded one.
+vi.setConfig({ testTimeout: 240_000 });
 
 const P = 'shop';
 const scd = (slug: string) => `scd:project:${P}.${slug}`;
@@ -65,6 +68,11 @@ describe('svc bundle create and svc bundle version', () => {
     expect(exists.code).toBe(1);
     expect(exists.stderr).toContain(`concerns/${P}.commerce.yaml already exists; not overwriting it`);
     expect(read(`concerns/${P}.commerce.yaml`).title).toBe('Commerce');
+    const forcedArgs = ['bundle', 'create', '--non-interactive', '--type', 'concern', '--id', `bundle:${P}.forced`, '--description', 'x', '--scds', scd('pricing'), '--out', 'concerns/forced.yaml'];
+    expect((await s.run([...forcedArgs, '--title', 'First'], { cwd: root() })).code).toBe(0);
+    const again = await s.run([...forcedArgs, '--title', 'Ignored', '--title', 'Forced', '--force'], { cwd: root() }); // the last value wins
+    expect(again.code, again.stderr).toBe(0);
+    expect(read('concerns/forced.yaml').title).toBe('Forced');
     const tty = await s.run(['bundle', 'create'], { cwd: root() });
     expect(tty.code).toBe(3);
     expect(tty.stderr).toContain('stdin is not one. Use --non-interactive');

@@ -1,7 +1,10 @@
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ROOT, sandbox } from './helpers.js';
+
+// Every test spawns the real bin (tsx start-up, ~1 s each on an idle machine): allow for a loaded one.
+vi.setConfig({ testTimeout: 240_000 });
 
 const KEY = 'admin_k3y_abcdefghijklmnopqrstuvwxyz_9876';
 

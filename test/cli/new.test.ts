@@ -1,8 +1,11 @@
 import { existsSync, mkdirSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parse } from 'yaml';
 import { sandbox } from './helpers.js';
+
+// Every test spawns the real bin (tsx start-up, ~1 s each on an idle machine): allow for a loaded one.
+vi.setConfig({ testTimeout: 240_000 });
 
 const TYPES = ['healthcare', 'fintech', 'saas', 'government', 'minimal', 'standard'] as const;
 

@@ -1,9 +1,12 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ADMIN_KEY, startTestStack, type TestStack } from '../harness.js';
 import { sandbox } from './helpers.js';
+
+// Every test spawns the real bin (tsx start-up, ~1 s each on an idle machine): allow for a loaded one.
+vi.setConfig({ testTimeout: 240_000 });
 
 /** `svc bundle publish` against the real API (POST /api/bundles), started in this process. */
 describe('svc bundle publish', () => {

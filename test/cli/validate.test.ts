@@ -1,7 +1,10 @@
 import { cpSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CORPUS, sandbox } from './helpers.js';
+
+// Every test spawns the real bin (tsx start-up, ~1 s each on an idle machine): allow for a loaded one.
+vi.setConfig({ testTimeout: 240_000 });
 
 const KNOWN_DEFECTS = [
   'med-adherence/domains/software-development.yaml /imports/10 import_version_mismatch',
@@ -61,11 +64,12 @@ describe('svc validate', () => {
   });
 
   it('passes every valid file of the corpus on its own, strictly', async () => {
-    for (const f of ['scs/med-adherence/project-bundle.yaml', 'scs/med-adherence/concerns/security.yaml', 'scs/med-adherence/scds/project/hipaa-compliance.yaml', 'scs/context/meta/bundle-meta.yaml', 'scs/validator-fixtures/valid/test-meta-roles.yaml']) {
-      const r = await s.run(['validate', f, '--strict']);
-      expect(r.code, `${f}: ${r.stdout}`).toBe(0);
+    const files = ['scs/med-adherence/project-bundle.yaml', 'scs/med-adherence/concerns/security.yaml', 'scs/med-adherence/scds/project/hipaa-compliance.yaml', 'scs/context/meta/bundle-meta.yaml', 'scs/validator-fixtures/valid/test-meta-roles.yaml'];
+    const runs = await Promise.all(files.map((f) => s.run(['validate', f, '--strict'])));
+    runs.forEach((r, i) => {
+      expect(r.code, `${files[i]}: ${r.stdout}`).toBe(0);
       expect(r.stdout).toMatch(/^VALID: 1 file/);
-    }
+    });
   });
 
   it('classifies the upstream validator fixtures', async () => {
@@ -92,6 +96,20 @@ describe('svc validate', () => {
     expect(strict.stdout).toContain('draft-meta.yaml: warning /version [meta_version_alignment]');
     expect(strict.stdout).toContain('VALID WITH WARNINGS (strict)');
     expect((await s.run(['validate', 'draft-meta.yaml'])).code).toBe(0);
+  });
+
+  it('validate.strict in the configuration makes strict the default; --loose overrides it', async () => {
+    const env = { SVC_CONFIG_HOME: join(s.dir, 'strict-home') };
+    expect((await s.run(['config', 'set', 'validate.strict', 'true', '--user'], { env })).code).toBe(0);
+    writeFileSync(join(s.work, 'draft-meta2.yaml'), 'id: bundle:m2\ntype: meta\nversion: DRAFT\ntitle: M\ndescription: m\nimports: []\nscds: [scd:meta:x]\nprovenance: {created_by: me, created_at: "2026-01-01T00:00:00Z"}\n');
+    const [byConfig, loose, both] = await Promise.all([
+      s.run(['validate', 'draft-meta2.yaml'], { env }),
+      s.run(['validate', 'draft-meta2.yaml', '--loose'], { env }),
+      s.run(['validate', 'draft-meta2.yaml', '--loose', '--strict'], { env }),
+    ]);
+    expect(byConfig.code).toBe(2);
+    expect(loose.code).toBe(0);
+    expect(both.code).toBe(3);
   });
 
   it('malformed YAML and non-SCS documents are errors (exit 1) naming the file', async () => {
