@@ -3,7 +3,10 @@
  * fuzz and admin-auth suites: valid values honour type, enum, pattern, format, bounds and
  * required; `mutate` derives invalid variants from a valid value.
  */
-import RandExp from 'randexp';
+import * as randexpModule from 'randexp';
+
+// randexp is CommonJS; its typings do not describe the default export under NodeNext.
+const RandExp: any = (randexpModule as any).default ?? randexpModule;
 
 export type Schema = Record<string, any>;
 
