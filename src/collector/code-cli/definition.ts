@@ -29,7 +29,7 @@ export const codeCli: OtlpCollectorDef = {
     caveats: [
       'only the file exporter format json without compression is read; proto or zstd files are counted as malformed lines',
       'event names are matched by their last dotted part, so any vendor prefix works; attribute types are coerced (numbers and booleans may arrive as strings)',
-      'records identical in every field, timestamps included, are stored once (the event id is derived from the record)',
+      'event ids derive from the export line and the record\'s place in it: a line read again is never stored twice, but a batch the pipeline exported twice is',
     ],
   },
 };

@@ -32,7 +32,7 @@ export const cowork: OtlpCollectorDef = {
     caveats: [
       'only the file exporter format json without compression is read; proto or zstd files are counted as malformed lines',
       'the event type is inferred: from the event name (its last dotted part) first, then from attribute patterns; unknown when nothing matches',
-      'records identical in every field, timestamps included, are stored once (the event id is derived from the record)',
+      'event ids derive from the export line and the record\'s place in it: a line read again is never stored twice, but a batch the pipeline exported twice is',
       'content capture is an admin setting of the desktop product; what is masked here does not depend on it',
     ],
   },

@@ -8,16 +8,18 @@
 export function decodeAnyValue(v: unknown, depth = 0): unknown {
   if (v === null || typeof v !== 'object' || depth > 64) return null;
   const o = v as Record<string, unknown>;
-  if ('stringValue' in o) return typeof o.stringValue === 'string' ? o.stringValue : String(o.stringValue ?? '');
-  if ('boolValue' in o) return o.boolValue === true || o.boolValue === 'true';
-  if ('intValue' in o) return decodeInt(o.intValue);
-  if ('doubleValue' in o) return typeof o.doubleValue === 'number' ? o.doubleValue : typeof o.doubleValue === 'string' ? o.doubleValue : null;
-  if ('bytesValue' in o) return typeof o.bytesValue === 'string' ? o.bytesValue : null;
-  if ('arrayValue' in o) {
+  // stringValue first: by far the most common member.
+  const sv = o.stringValue;
+  if (sv !== undefined) return typeof sv === 'string' ? sv : String(sv ?? '');
+  if (o.intValue !== undefined) return decodeInt(o.intValue);
+  if (o.boolValue !== undefined) return o.boolValue === true || o.boolValue === 'true';
+  if (o.doubleValue !== undefined) return typeof o.doubleValue === 'number' ? o.doubleValue : typeof o.doubleValue === 'string' ? o.doubleValue : null;
+  if (o.bytesValue !== undefined) return typeof o.bytesValue === 'string' ? o.bytesValue : null;
+  if (o.arrayValue !== undefined) {
     const vals = (o.arrayValue as { values?: unknown } | null)?.values;
     return Array.isArray(vals) ? vals.map((x) => decodeAnyValue(x, depth + 1)) : [];
   }
-  if ('kvlistValue' in o) {
+  if (o.kvlistValue !== undefined) {
     const vals = (o.kvlistValue as { values?: unknown } | null)?.values;
     return decodeAttributes(vals, depth + 1);
   }
@@ -34,9 +36,11 @@ function decodeInt(x: unknown): number | string | null {
   return null;
 }
 
-/** `[{key, value}]` to a plain object; later duplicates win, entries without a key are dropped. */
-export function decodeAttributes(list: unknown, depth = 0): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
+/**
+ * `[{key, value}]` to a plain object (or into `out`); later duplicates win, entries without a
+ * key are dropped.
+ */
+export function decodeAttributes(list: unknown, depth = 0, out: Record<string, unknown> = {}): Record<string, unknown> {
   if (!Array.isArray(list)) return out;
   for (const kv of list) {
     if (!kv || typeof kv !== 'object') continue;

@@ -3,6 +3,7 @@ import type { AppContext } from '../../shared/app-context.js';
 import type { Redactor } from '../redact/redactor.js';
 import type { CollectorStore, CoverageManifest } from '../store/store.js';
 import { FileTailer } from '../tail/tailer.js';
+import { workerProcessor } from '../tail/processor.js';
 import type { OtlpProfile } from './events.js';
 import { processOtlpLine } from './lines.js';
 
@@ -22,6 +23,12 @@ export function createOtlpCollector(ctx: AppContext, store: CollectorStore, reda
     logger: ctx.logger.child({ collector: def.profile.sourceId }),
     clock: ctx.clock,
     intervalMs: ctx.config.collector.tailIntervalMs,
-    processLine: (line, rows, counters, now) => processOtlpLine(line, { profile: def.profile, redactor, now }, rows, counters),
+    // Parsing, typing and redaction run in a worker thread, overlapping the SQLite commits.
+    processor: workerProcessor({
+      sourceId: def.profile.sourceId,
+      hmacSecret: ctx.config.collector.hmacSecret,
+      logger: ctx.logger.child({ collector: def.profile.sourceId }),
+      fallback: (line, rows, counters, now) => processOtlpLine(line, { profile: def.profile, redactor, now }, rows, counters),
+    }),
   });
 }

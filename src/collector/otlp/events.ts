@@ -10,7 +10,6 @@
  * - Every column is read from the REDACTED attributes, so that no column can carry what
  *   raw_attributes does not.
  */
-import { createHash } from 'node:crypto';
 import type { EventType } from '../store/schema.js';
 import type { ActivityRow, SourceId } from '../store/store.js';
 import { maskedKeysColumn, type Redactor } from '../redact/redactor.js';
@@ -95,21 +94,14 @@ export interface RecordContext {
 }
 
 /**
- * Builds the row of one log record. `resourceAttrs` is decoded once per resource, and
- * `resourceHash` identifies the resource in the event id.
+ * Builds the row of one log record. `resourceAttrs` is decoded once per resource; the
+ * event id is the caller's (derived from the line and the record's place in it).
  */
-export function recordToRow(
-  ctx: RecordContext,
-  resourceAttrs: Record<string, unknown>,
-  resourceHash: string,
-  scopeJson: string,
-  record: Record<string, unknown>,
-): ActivityRow {
-  const recAttrs = decodeAttributes(record.attributes);
+export function recordToRow(ctx: RecordContext, resourceAttrs: Record<string, unknown>, eventId: string, record: Record<string, unknown>): ActivityRow {
   // Resource attributes first: a record's own attribute of the same key wins.
-  const attrs: Record<string, unknown> = { ...resourceAttrs, ...recAttrs };
+  const attrs = decodeAttributes(record.attributes, 0, Object.assign({}, resourceAttrs));
   const body = record.body === undefined ? undefined : decodeAnyValue(record.body);
-  const name = rawEventName(recAttrs, record, body) ?? rawEventName(attrs, {}, undefined);
+  const name = rawEventName(attrs, record, body);
   // The body of a vendor event is its name again (`vendor_code.tool_result`): not kept twice.
   const bodyIsName = typeof body === 'string' && name !== null && NAME_LIKE.test(body) && lastPart(body) === lastPart(name);
   if (body !== undefined && body !== null && !bodyIsName) attrs['log.body'] = body;
@@ -124,24 +116,14 @@ export function recordToRow(
   const eventType: EventType = type ?? 'unknown';
   const eventName = name ?? TYPE_NAMES[eventType] ?? 'unknown';
 
-  const red = ctx.redactor.redactAttributes(attrs, { maskKeys: ctx.profile.maskKeys, keepValues: KEEP_VALUES });
+  // In place: `attrs` is this function's own object.
+  const red = ctx.redactor.redactAttributes(attrs, { maskKeys: ctx.profile.maskKeys, keepValues: KEEP_VALUES, inPlace: true });
   const r = red.value;
   const isTool = eventType === 'tool_call' || eventType === 'mcp_call';
   const isModel = eventType === 'model_call';
   const costMicros = toNumber(r.cost_usd_micros);
   const observedAt =
     nanosToIso(record.timeUnixNano) ?? nanosToIso(record.observedTimeUnixNano) ?? isoToIso(r['event.timestamp']) ?? ctx.now;
-
-  const eventId = createHash('sha256')
-    .update(ctx.profile.sourceId)
-    .update('\x1f')
-    .update(resourceHash)
-    .update('\x1f')
-    .update(scopeJson)
-    .update('\x1f')
-    .update(JSON.stringify(record))
-    .digest('hex')
-    .slice(0, 32);
 
   return {
     event_id: eventId,

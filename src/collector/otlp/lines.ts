@@ -46,6 +46,11 @@ export function processOtlpLine(line: string, ctx: RecordContext, rows: Activity
     return 0;
   }
   const before = rows.length;
+  // Event ids: a hash of the source and the line's bytes, then the record's place in the
+  // line. The same line read again (a replay) yields the same ids; one hash per line keeps
+  // this off the per-event cost.
+  const lineId = createHash('sha256').update(ctx.profile.sourceId).update('\x1f').update(text).digest('hex').slice(0, 24);
+  let index = 0;
   for (const rl of asArray(doc.resourceLogs)) {
     if (!isObj(rl)) {
       bump(counters, 'records_malformed');
@@ -53,7 +58,6 @@ export function processOtlpLine(line: string, ctx: RecordContext, rows: Activity
     }
     const resource = isObj(rl.resource) ? rl.resource : {};
     const resourceAttrs = decodeAttributes(resource.attributes);
-    const resourceHash = createHash('sha256').update(JSON.stringify(resource)).digest('hex');
     // Collectors before about 2022 wrote instrumentationLibraryLogs / instrumentationLibrary.
     const scopes = 'scopeLogs' in rl ? rl.scopeLogs : rl.instrumentationLibraryLogs;
     for (const sl of asArray(scopes)) {
@@ -61,14 +65,14 @@ export function processOtlpLine(line: string, ctx: RecordContext, rows: Activity
         bump(counters, 'records_malformed');
         continue;
       }
-      const scopeJson = JSON.stringify(sl.scope ?? sl.instrumentationLibrary ?? {});
       for (const rec of asArray(sl.logRecords)) {
+        const eventId = lineId + (index++).toString(16).padStart(8, '0');
         if (!isObj(rec)) {
           bump(counters, 'records_malformed');
           continue;
         }
         try {
-          rows.push(recordToRow(ctx, resourceAttrs, resourceHash, scopeJson, rec));
+          rows.push(recordToRow(ctx, resourceAttrs, eventId, rec));
         } catch {
           bump(counters, 'records_malformed');
         }

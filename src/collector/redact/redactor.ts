@@ -72,46 +72,80 @@ export class Redactor {
 
   /** Replaces embedded e-mail and IP addresses in free text; returns the text and the count. */
   scrubString(s: string, isVersion = false): [string, number] {
-    let n = 0;
+    const before = this.found;
+    const out = this.scrubText(s, isVersion);
+    const n = this.found - before;
+    return [out, n];
+  }
+
+  /** Running count of addresses masked by scrubText (no tuple per string on the hot path). */
+  private found = 0;
+
+  private scrubText(s: string, isVersion: boolean): string {
+    if (s.length < 3) return s;
     if (s.indexOf('@') >= 0) {
       s = s.replace(EMAIL_RE, (m) => {
-        n++;
+        this.found++;
         return this.maskEmail(m);
       });
     }
     if (!isVersion && s.length >= 7 && s.indexOf('.') >= 0) {
       s = s.replace(IPV4_RE, (m) => {
-        n++;
+        this.found++;
         return this.mask(m);
       });
     }
-    if (s.length >= 3 && s.indexOf(':') >= 0 && s.indexOf(':') !== s.lastIndexOf(':')) {
+    const colon = s.indexOf(':');
+    if (colon >= 0 && s.indexOf(':', colon + 1) >= 0) {
       s = s.replace(IPV6_CANDIDATE_RE, (m) => {
         if (m.length < 3 || net.isIP(m) !== 6 || (!/\d/.test(m) && m.length < 6)) return m;
-        n++;
+        this.found++;
         return this.mask(m.toLowerCase());
       });
     }
-    return [s, n];
+    return s;
   }
 
+  /** What a key says about its value; keys repeat on every event, so this is cached. */
+  private keyInfo(key: string): KeyInfo {
+    let info = this.keys.get(key);
+    if (!info) {
+      const before = this.found;
+      const scrubbed = this.scrubText(key, false);
+      info = {
+        key: scrubbed,
+        keyMasks: this.found - before,
+        kind: EMAIL_KEY_RE.test(key) ? 'email' : IP_KEY_RE.test(key) ? 'ip' : null,
+        version: VERSION_KEY_RE.test(key),
+      };
+      this.found = before;
+      if (this.keys.size >= 10_000) this.keys.clear();
+      this.keys.set(key, info);
+    }
+    return info;
+  }
+
+  private readonly keys = new Map<string, KeyInfo>();
+
   /**
-   * Redacts a flat attribute map (values may nest). The result is a new object; the input
-   * is not changed.
+   * Redacts a flat attribute map (values may nest). By default the result is a new object
+   * and the input is not changed; `inPlace` rewrites the given object (the caller owns it).
    */
-  redactAttributes(attrs: Record<string, unknown>, opts: RedactOptions = {}): RedactionResult<Record<string, unknown>> {
+  redactAttributes(attrs: Record<string, unknown>, opts: RedactOptions & { inPlace?: boolean } = {}): RedactionResult<Record<string, unknown>> {
     const maskedKeys = new Set<string>();
     let maskedCount = 0;
-    const out: Record<string, unknown> = {};
+    const out: Record<string, unknown> = opts.inPlace ? attrs : {};
     for (const rawKey of Object.keys(attrs)) {
       const v = attrs[rawKey];
+      const info = this.keyInfo(rawKey);
       // An address can be used as a key, too.
-      const [key, keyMasks] = this.scrubString(rawKey);
-      if (keyMasks) {
+      const key = info.key;
+      if (info.keyMasks) {
         maskedKeys.add(key);
-        maskedCount += keyMasks;
+        maskedCount += info.keyMasks;
+        if (opts.inPlace) delete out[rawKey];
       }
-      if (v === null || v === undefined || v === '') {
+      if (v === null || v === undefined || v === '' || typeof v === 'number' || typeof v === 'boolean') {
         out[key] = v;
         continue;
       }
@@ -119,16 +153,17 @@ export class Redactor {
         out[key] = v;
         continue;
       }
-      const emailKey = EMAIL_KEY_RE.test(key);
-      if (emailKey || IP_KEY_RE.test(key) || opts.maskKeys?.has(key)) {
+      if (info.kind || opts.maskKeys?.has(rawKey)) {
         const text = typeof v === 'string' ? v : JSON.stringify(v);
-        out[key] = emailKey ? this.maskEmail(text) : this.mask(text);
+        out[key] = info.kind === 'email' ? this.maskEmail(text) : this.mask(text);
         maskedKeys.add(key);
         maskedCount++;
         continue;
       }
-      const [nv, n] = this.scrubValue(v, VERSION_KEY_RE.test(key), 0);
+      const before = this.found;
+      const nv = typeof v === 'string' ? this.scrubText(v, info.version) : this.scrubValue(v, info.version, 0);
       out[key] = nv;
+      const n = this.found - before;
       if (n > 0) {
         maskedKeys.add(key);
         maskedCount += n;
@@ -137,41 +172,37 @@ export class Redactor {
     return { value: out, maskedKeys, maskedCount };
   }
 
-  private scrubValue(v: unknown, isVersion: boolean, depth: number): [unknown, number] {
-    if (typeof v === 'string') return this.scrubString(v, isVersion);
-    if (v === null || typeof v !== 'object') return [v, 0];
-    if (depth > 32) return [MASK_NO_SECRET, 1]; // pathological nesting: drop rather than risk a leak
-    let n = 0;
-    if (Array.isArray(v)) {
-      const arr = v.map((x) => {
-        const [nx, c] = this.scrubValue(x, isVersion, depth + 1);
-        n += c;
-        return nx;
-      });
-      return [arr, n];
+  private scrubValue(v: unknown, isVersion: boolean, depth: number): unknown {
+    if (typeof v === 'string') return this.scrubText(v, isVersion);
+    if (v === null || typeof v !== 'object') return v;
+    if (depth > 32) {
+      this.found++;
+      return MASK_NO_SECRET; // pathological nesting: drop rather than risk a leak
     }
+    if (Array.isArray(v)) return v.map((x) => this.scrubValue(x, isVersion, depth + 1));
     const obj: Record<string, unknown> = {};
     for (const k of Object.keys(v)) {
       const x = (v as Record<string, unknown>)[k];
-      if (typeof x === 'string' && x !== '' && (EMAIL_KEY_RE.test(k) || IP_KEY_RE.test(k))) {
-        obj[k] = EMAIL_KEY_RE.test(k) ? this.maskEmail(x) : this.mask(x);
-        n++;
+      const info = this.keyInfo(k);
+      // Keys are scrubbed too: an address can be used as a map key.
+      this.found += info.keyMasks;
+      if (typeof x === 'string' && x !== '' && info.kind) {
+        obj[info.key] = info.kind === 'email' ? this.maskEmail(x) : this.mask(x);
+        this.found++;
         continue;
       }
-      const [nx, c] = this.scrubValue(x, isVersion || VERSION_KEY_RE.test(k), depth + 1);
-      obj[k] = nx;
-      n += c;
+      obj[info.key] = this.scrubValue(x, isVersion || info.version, depth + 1);
     }
-    // Keys are scrubbed too: an address can be used as a map key.
-    let keyMasks = 0;
-    const rekeyed: Record<string, unknown> = {};
-    for (const k of Object.keys(obj)) {
-      const [nk, c] = this.scrubString(k);
-      keyMasks += c;
-      rekeyed[nk] = obj[k];
-    }
-    return [keyMasks ? rekeyed : obj, n + keyMasks];
+    return obj;
   }
+}
+
+interface KeyInfo {
+  /** The key with any address in it masked. */
+  key: string;
+  keyMasks: number;
+  kind: 'email' | 'ip' | null;
+  version: boolean;
 }
 
 /** Sorted JSON array text of the masked keys, or null when nothing was masked. */

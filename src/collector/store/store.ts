@@ -64,18 +64,33 @@ export interface TailState {
   fingerprint_len: number;
 }
 
+/** A row as an array in COLUMNS order: what crosses from the parsing worker, and what is bound. */
+export type PackedRow = unknown[];
+
 export interface CommitInput {
-  rows: ActivityRow[];
+  rows: Array<ActivityRow | PackedRow>;
   counters?: Record<string, number>;
   tail?: TailState;
   cursor?: unknown;
 }
 
-const COLUMNS = [
+export const COLUMNS = [
   'event_id', 'source_id', 'observed_at', 'correlation_id', 'session_id', 'actor_identity', 'event_name', 'event_type',
   'tool_name', 'mcp_server_scope', 'success', 'decision', 'decision_source', 'model', 'cost_usd', 'input_tokens',
   'output_tokens', 'duration_ms', 'error_message', 'redaction_masked_keys', 'redaction_masked_count', 'raw_attributes', 'ingested_at',
 ] as const;
+
+const OBSERVED_AT = COLUMNS.indexOf('observed_at');
+
+/** The row as bound (positional binding is measurably cheaper than named parameters). */
+export function packRow(row: ActivityRow): PackedRow {
+  return [
+    row.event_id, row.source_id, row.observed_at, row.correlation_id, row.session_id, row.actor_identity, row.event_name,
+    row.event_type, row.tool_name, row.mcp_server_scope, row.success, row.decision, row.decision_source, row.model,
+    row.cost_usd, row.input_tokens, row.output_tokens, row.duration_ms, row.error_message, row.redaction_masked_keys,
+    row.redaction_masked_count, row.raw_attributes, row.ingested_at,
+  ];
+}
 
 export class CollectorStore {
   readonly db: Database.Database;
@@ -94,6 +109,10 @@ export class CollectorStore {
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
     this.db.pragma('busy_timeout = 5000');
+    // A bounded page cache (32 MiB) and fewer, larger checkpoints during bulk ingestion;
+    // memory stays flat whatever the size of the input or of the store.
+    this.db.pragma('cache_size = -32768');
+    this.db.pragma('wal_autocheckpoint = 4000');
     const version = this.db.pragma('user_version', { simple: true }) as number;
     if (version > SCHEMA_VERSION) {
       this.db.close();
@@ -102,9 +121,7 @@ export class CollectorStore {
     this.db.exec(SCHEMA_SQL);
     this.db.pragma(`user_version = ${SCHEMA_VERSION}`);
 
-    this.insertRow = this.db.prepare(
-      `INSERT OR IGNORE INTO observed_activity_log (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map((c) => '@' + c).join(', ')})`,
-    );
+    this.insertRow = this.db.prepare(`INSERT OR IGNORE INTO observed_activity_log (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map(() => '?').join(', ')})`);
     this.bumpSource = this.db.prepare(
       `UPDATE activity_sources SET event_count = event_count + @n,
          first_event_at = CASE WHEN first_event_at IS NULL OR @first < first_event_at THEN @first ELSE first_event_at END,
@@ -131,10 +148,12 @@ export class CollectorStore {
       let first: string | null = null;
       let last: string | null = null;
       for (const row of input.rows) {
-        if (this.insertRow.run(row).changes === 1) {
+        const values = Array.isArray(row) ? row : packRow(row);
+        if (this.insertRow.run(values).changes === 1) {
           inserted++;
-          if (first === null || row.observed_at < first) first = row.observed_at;
-          if (last === null || row.observed_at > last) last = row.observed_at;
+          const at = values[OBSERVED_AT] as string;
+          if (first === null || at < first) first = at;
+          if (last === null || at > last) last = at;
         }
       }
       if (inserted) this.bumpSource.run({ n: inserted, first, last, source_id: sourceId });

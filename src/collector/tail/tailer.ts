@@ -19,13 +19,12 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import type { Logger } from '../../shared/logger.js';
 import type { Clock } from '../../shared/app-context.js';
-import type { ActivityRow, CollectorStore, SourceId, TailState } from '../store/store.js';
+import type { CollectorStore, PackedRow, SourceId, TailState } from '../store/store.js';
 import { bump, type Counters } from '../otlp/lines.js';
 import { fileKey, listRotated, statFile, type FileInfo } from './rotation.js';
+import { inThreadProcessor, type BatchResult, type LineBatchProcessor, type LineProcessor } from './processor.js';
 
 const FINGERPRINT_MAX = 4096;
-
-export type LineProcessor = (line: string, rows: ActivityRow[], counters: Counters, now: string) => void;
 
 export interface TailerOptions {
   sourceId: SourceId;
@@ -35,18 +34,19 @@ export interface TailerOptions {
   logger: Logger;
   clock: Clock;
   intervalMs: number;
-  processLine: LineProcessor;
+  /** Lines to rows, in this thread or a worker; `processLine` is the in-thread shorthand. */
+  processor?: LineBatchProcessor;
+  processLine?: LineProcessor;
   /** Bytes read per call (default 1 MiB). */
   chunkBytes?: number;
-  /** Rows per transaction (default 2000). */
-  batchRows?: number;
+  /** Lines are handed over (and committed) in batches of about this many bytes (default 1 MiB)... */
+  batchBytes?: number;
+  /** ...or of at most this many lines (default 10,000). */
+  batchLines?: number;
+  /** Batches being processed while the previous one is committed (default 2). */
+  pipelineDepth?: number;
   /** A longer line is skipped and counted (default 64 MiB). */
   maxLineBytes?: number;
-}
-
-interface Pending {
-  rows: ActivityRow[];
-  counters: Counters;
 }
 
 export class FileTailer {
@@ -54,13 +54,21 @@ export class FileTailer {
   private running: Promise<void> | null = null;
   private stopped = false;
   private readonly chunkBytes: number;
-  private readonly batchRows: number;
+  private readonly batchBytes: number;
+  private readonly batchLines: number;
+  private readonly depth: number;
   private readonly maxLineBytes: number;
+  private readonly processor: LineBatchProcessor;
 
   constructor(private readonly o: TailerOptions) {
     this.chunkBytes = o.chunkBytes ?? 1 << 20;
-    this.batchRows = o.batchRows ?? 2000;
+    this.batchBytes = o.batchBytes ?? 1 << 20;
+    this.batchLines = o.batchLines ?? 10_000;
+    this.depth = Math.max(1, o.pipelineDepth ?? 2);
     this.maxLineBytes = o.maxLineBytes ?? 64 << 20;
+    if (o.processor) this.processor = o.processor;
+    else if (o.processLine) this.processor = inThreadProcessor(o.processLine);
+    else throw new Error('FileTailer needs a processor or processLine');
   }
 
   /** Runs a pass now, then one every intervalMs after the previous pass ends. */
@@ -80,6 +88,7 @@ export class FileTailer {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     await this.running;
+    await this.processor.close();
   }
 
   /** One pass: catch up with every complete line available now. Never throws. */
@@ -192,88 +201,109 @@ export class FileTailer {
     let parts: Buffer[] = []; // the unfinished line so far
     let partsLen = 0;
     let skipping = false; // inside a line longer than maxLineBytes
-    const pending: Pending = { rows: [], counters: {} };
+    let batch: string[] = [];
+    let batchBytes = 0;
+    let batchEnd = st.file_offset; // file offset after the last line in `batch`
+    let extra: Counters = {}; // what the tailer itself counted (oversize lines)
+    // Batches handed to the processor, committed strictly in order.
+    const inflight: Array<{ result: Promise<BatchResult>; end: number; extra: Counters }> = [];
     const totals: Counters = {};
 
-    const flush = async (offset: number) => {
-      if (!pending.rows.length && !Object.keys(pending.counters).length && offset === st.file_offset) return;
+    const commit = async (rows: PackedRow[], counters: Counters, offset: number) => {
+      if (!rows.length && !Object.keys(counters).length && offset === st.file_offset) return;
       let next: TailState = { ...st, file_offset: offset };
       if (next.fingerprint_len < FINGERPRINT_MAX && offset > next.fingerprint_len) {
         const len = Math.min(FINGERPRINT_MAX, offset);
         next = { ...next, fingerprint: await this.fingerprint(fh, len), fingerprint_len: len };
       }
-      this.o.store.commit(this.o.sourceId, { rows: pending.rows, counters: pending.counters, tail: next }, this.o.clock.now());
-      for (const [k, v] of Object.entries(pending.counters)) bump(totals, k, v);
+      // The rows of these lines and the offset after them: one transaction.
+      this.o.store.commit(this.o.sourceId, { rows, counters, tail: next }, this.o.clock.now());
+      for (const [k, v] of Object.entries(counters)) bump(totals, k, v);
       st = next;
-      pending.rows = [];
-      pending.counters = {};
       // Let the API answer between transactions.
       await new Promise<void>((r) => setImmediate(r));
     };
-
-    const line = (data: Buffer, s: number, e: number) => {
-      try {
-        this.o.processLine(data.toString('utf8', s, e), pending.rows, pending.counters, this.o.clock.now().toISOString());
-      } catch {
-        bump(pending.counters, 'lines_malformed');
-      }
+    const commitOldest = async () => {
+      const f = inflight.shift()!;
+      const r = await f.result;
+      for (const [k, v] of Object.entries(f.extra)) bump(r.counters, k, v);
+      await commit(r.rows, r.counters, f.end);
+    };
+    const dispatch = async () => {
+      if (!batch.length && !Object.keys(extra).length) return;
+      const result = this.processor.process(batch, this.o.clock.now().toISOString());
+      result.catch(() => {}); // awaited in order below; this only keeps it from being "unhandled"
+      inflight.push({ result, end: batchEnd, extra });
+      batch = [];
+      batchBytes = 0;
+      extra = {};
+      while (inflight.length > this.depth) await commitOldest();
+    };
+    const add = (line: string, end: number) => {
+      batch.push(line);
+      batchBytes += line.length;
+      batchEnd = end;
     };
 
-    while (!this.stopped) {
-      const buf = Buffer.allocUnsafe(this.chunkBytes);
-      const { bytesRead } = await fh.read(buf, 0, this.chunkBytes, readPos);
-      if (bytesRead === 0) break;
-      readPos += bytesRead;
-      const chunk = buf.subarray(0, bytesRead);
-      const firstNl = chunk.indexOf(0x0a);
-      if (firstNl < 0) {
-        // No line ends in this chunk: keep it (unless the line is already too long).
-        if (!skipping) {
-          parts.push(chunk);
-          partsLen += chunk.length;
-          if (partsLen > this.maxLineBytes) {
-            parts = [];
-            partsLen = 0;
-            skipping = true;
+    try {
+      while (!this.stopped) {
+        const buf = Buffer.allocUnsafe(this.chunkBytes);
+        const { bytesRead } = await fh.read(buf, 0, this.chunkBytes, readPos);
+        if (bytesRead === 0) break;
+        readPos += bytesRead;
+        const chunk = buf.subarray(0, bytesRead);
+        if (chunk.indexOf(0x0a) < 0) {
+          // No line ends in this chunk: keep it (unless the line is already too long).
+          if (!skipping) {
+            parts.push(chunk);
+            partsLen += chunk.length;
+            if (partsLen > this.maxLineBytes) {
+              parts = [];
+              partsLen = 0;
+              skipping = true;
+            }
           }
+          continue;
         }
-        continue;
-      }
-      const data = parts.length ? Buffer.concat([...parts, chunk]) : chunk;
-      // `base` is the file offset of data[0].
-      const base = readPos - data.length;
-      let s = 0;
-      parts = [];
-      partsLen = 0;
-      if (skipping) {
-        skipping = false;
-        bump(pending.counters, 'lines_oversize');
-        s = data.indexOf(0x0a) + 1;
-      }
-      for (;;) {
-        const nl = data.indexOf(0x0a, s);
-        if (nl < 0) break;
-        line(data, s, nl);
-        s = nl + 1;
-        if (pending.rows.length >= this.batchRows) await flush(base + s);
+        const data = parts.length ? Buffer.concat([...parts, chunk]) : chunk;
+        const base = readPos - data.length; // the file offset of data[0]
+        let s = 0;
+        parts = [];
+        partsLen = 0;
+        if (skipping) {
+          skipping = false;
+          bump(extra, 'lines_oversize');
+          s = data.indexOf(0x0a) + 1;
+          batchEnd = base + s;
+        }
+        for (;;) {
+          const nl = data.indexOf(0x0a, s);
+          if (nl < 0) break;
+          add(data.toString('utf8', s, nl), base + nl + 1);
+          s = nl + 1;
+          if (batchBytes >= this.batchBytes || batch.length >= this.batchLines) await dispatch();
+          if (this.stopped) break;
+        }
         if (this.stopped) break;
+        if (s < data.length) {
+          // The unfinished last line: copied, so the chunk buffer can be freed.
+          const rest = Buffer.from(data.subarray(s));
+          parts = [rest];
+          partsLen = rest.length;
+        }
       }
-      await flush(base + s);
-      if (this.stopped) return;
-      if (s < data.length) {
-        // The unfinished last line: copied, so the chunk buffer can be freed.
-        const rest = Buffer.from(data.subarray(s));
-        parts = [rest];
-        partsLen = rest.length;
+      if (final && !this.stopped) {
+        if (skipping) bump(extra, 'lines_oversize');
+        else if (partsLen) add(Buffer.concat(parts).toString('utf8'), readPos);
+        batchEnd = readPos;
       }
-    }
-    if (final && !this.stopped) {
-      if (skipping) bump(pending.counters, 'lines_oversize');
-      else if (partsLen) {
-        const last = Buffer.concat(parts);
-        line(last, 0, last.length);
-      }
-      await flush(readPos);
+      await dispatch();
+      // An offset move with nothing to process (an oversize line skipped to the end).
+      if (!inflight.length && batchEnd > st.file_offset) await commit([], {}, batchEnd);
+      while (inflight.length) await commitOldest();
+    } finally {
+      // After a failure: nothing more is committed, but no batch is left unobserved.
+      await Promise.allSettled(inflight.map((f) => f.result));
     }
     if (totals.lines_malformed || totals.records_malformed || totals.lines_oversize) {
       this.o.logger.warn('collector: malformed input skipped', {

@@ -1,0 +1,26 @@
+/**
+ * Worker-thread entry of the OTLP collectors: parses, types and redacts batches of lines
+ * for one source (workerData: sourceId, hmacSecret) and posts back packed rows. It holds
+ * no state between batches and never touches the store.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { codeCli } from '../code-cli/definition.js';
+import { cowork } from '../cowork/definition.js';
+import { processOtlpLine } from '../otlp/lines.js';
+import { Redactor } from '../redact/redactor.js';
+import { processBatch } from './processor.js';
+
+const data = workerData as { sourceId: string; hmacSecret: string | null };
+const def = data.sourceId === cowork.profile.sourceId ? cowork : codeCli;
+const redactor = new Redactor(data.hmacSecret);
+const port = parentPort!;
+
+port.on('message', (m: { id: number; lines: string[]; now: string }) => {
+  try {
+    const result = processBatch((line, rows, counters, now) => processOtlpLine(line, { profile: def.profile, redactor, now }, rows, counters), m.lines, m.now);
+    port.postMessage({ id: m.id, result });
+  } catch (e) {
+    port.postMessage({ id: m.id, error: (e as Error).message });
+  }
+});
+port.postMessage({ ready: true });
