@@ -102,6 +102,10 @@ export async function createOpenApiApp<C>(opts: OpenApiAppOptions<C>): Promise<H
     },
   });
   await api.init();
+  // openapi-backend rebuilds its operation list (a lodash chain over every path) on each
+  // call, several times per request; the definition never changes after init.
+  const operations = api.router.getOperations();
+  api.router.getOperations = () => operations;
   const opIds = new Set(api.getOperations().map((o) => o.operationId));
   for (const name of Object.keys(opts.handlers)) {
     if (!opIds.has(name)) throw new Error(`handler ${name} names no operation of the contract`);
