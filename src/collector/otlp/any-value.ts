@@ -95,10 +95,21 @@ export function nanosToIso(v: unknown): string | null {
   return msToIso(ms);
 }
 
+let lastSecond = NaN;
+let lastPrefix = '';
+
 /** Milliseconds to ISO 8601; null when outside the fixed-width years 1970..9999. */
 export function msToIso(ms: number): string | null {
   if (!Number.isFinite(ms) || ms < MIN_MS || ms > MAX_MS) return null;
-  return new Date(ms).toISOString();
+  ms = Math.floor(ms);
+  // Events arrive in time order: reuse the formatted second (Date formatting is costly).
+  const second = Math.floor(ms / 1000);
+  if (second !== lastSecond) {
+    lastSecond = second;
+    lastPrefix = new Date(second * 1000).toISOString().slice(0, 20); // `YYYY-MM-DDTHH:MM:SS.`
+  }
+  const frac = ms - second * 1000;
+  return lastPrefix + (frac < 10 ? '00' : frac < 100 ? '0' : '') + frac + 'Z';
 }
 
 /** An RFC 3339 / ISO 8601 text to the stored form; null when it does not parse. */

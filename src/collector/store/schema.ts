@@ -70,6 +70,14 @@ CREATE TABLE IF NOT EXISTS collector_cursor (
   updated_at  TEXT NOT NULL
 );
 
+-- Distinct actors and tools seen, kept in the transaction that inserts the rows, so that
+-- GET /api/activity/stats never scans the log (it shares the process with every service).
+CREATE TABLE IF NOT EXISTS collector_stats_distinct (
+  kind  TEXT NOT NULL CHECK (kind IN ('actor', 'tool')),
+  value TEXT NOT NULL,
+  PRIMARY KEY (kind, value)
+) WITHOUT ROWID;
+
 -- Counters: malformed lines, skipped metric/trace lines, duplicates, dropped activities.
 CREATE TABLE IF NOT EXISTS collector_counters (
   source_id TEXT NOT NULL,

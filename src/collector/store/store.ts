@@ -81,6 +81,9 @@ export const COLUMNS = [
 ] as const;
 
 const OBSERVED_AT = COLUMNS.indexOf('observed_at');
+const ACTOR = COLUMNS.indexOf('actor_identity');
+const TOOL = COLUMNS.indexOf('tool_name');
+const MASKED = COLUMNS.indexOf('redaction_masked_count');
 
 /** The row as bound (positional binding is measurably cheaper than named parameters). */
 export function packRow(row: ActivityRow): PackedRow {
@@ -97,6 +100,7 @@ export class CollectorStore {
   private readonly insertRow: Database.Statement;
   private readonly bumpSource: Database.Statement;
   private readonly bumpCounter: Database.Statement;
+  private readonly addDistinct: Database.Statement;
   private readonly putTail: Database.Statement;
   private readonly putCursor: Database.Statement;
   private readonly commitTx: (sourceId: SourceId, input: CommitInput, now: string) => number;
@@ -132,6 +136,7 @@ export class CollectorStore {
       `INSERT INTO collector_counters (source_id, name, value) VALUES (?, ?, ?)
        ON CONFLICT (source_id, name) DO UPDATE SET value = value + excluded.value`,
     );
+    this.addDistinct = this.db.prepare('INSERT OR IGNORE INTO collector_stats_distinct (kind, value) VALUES (?, ?)');
     this.putTail = this.db.prepare(
       `INSERT INTO collector_tail_state (source_id, active_path, file_key, file_path, file_offset, file_mtime_ms, fingerprint, fingerprint_len, updated_at)
        VALUES (@source_id, @active_path, @file_key, @file_path, @file_offset, @file_mtime_ms, @fingerprint, @fingerprint_len, @updated_at)
@@ -147,6 +152,9 @@ export class CollectorStore {
       let inserted = 0;
       let first: string | null = null;
       let last: string | null = null;
+      let masked = 0;
+      const actors = new Set<string>();
+      const tools = new Set<string>();
       for (const row of input.rows) {
         const values = Array.isArray(row) ? row : packRow(row);
         if (this.insertRow.run(values).changes === 1) {
@@ -154,9 +162,18 @@ export class CollectorStore {
           const at = values[OBSERVED_AT] as string;
           if (first === null || at < first) first = at;
           if (last === null || at > last) last = at;
+          if (typeof values[ACTOR] === 'string') actors.add(values[ACTOR]);
+          if (typeof values[TOOL] === 'string') tools.add(values[TOOL]);
+          if (typeof values[MASKED] === 'number') masked += values[MASKED];
         }
       }
-      if (inserted) this.bumpSource.run({ n: inserted, first, last, source_id: sourceId });
+      if (inserted) {
+        // An unregistered source would leave event_count untrue: refuse rather than drift.
+        if (this.bumpSource.run({ n: inserted, first, last, source_id: sourceId }).changes !== 1) throw new Error(`activity source ${sourceId} is not registered`);
+        for (const a of actors) this.addDistinct.run('actor', a);
+        for (const t of tools) this.addDistinct.run('tool', t);
+        if (masked) this.bumpCounter.run(sourceId, 'fields_redacted', masked);
+      }
       const duplicates = input.rows.length - inserted;
       if (duplicates) this.bumpCounter.run(sourceId, 'events_duplicate', duplicates);
       if (inserted) this.bumpCounter.run(sourceId, 'events_ingested', inserted);
@@ -243,15 +260,16 @@ export class CollectorStore {
     return { source_id: row.source_id, captures: list(m.captures), does_not_capture: list(m.does_not_capture), caveats: list(m.caveats) };
   }
 
+  /** From the running aggregates kept by `commit` (no scan of the log). */
   stats(): ActivityStats {
-    const r = this.db
+    return this.db
       .prepare(
-        `SELECT count(*) AS total_events, count(DISTINCT actor_identity) AS unique_users, count(DISTINCT tool_name) AS unique_tools,
-                coalesce(sum(redaction_masked_count), 0) AS fields_redacted
-           FROM observed_activity_log`,
+        `SELECT (SELECT coalesce(sum(event_count), 0) FROM activity_sources) AS total_events,
+                (SELECT count(*) FROM collector_stats_distinct WHERE kind = 'actor') AS unique_users,
+                (SELECT count(*) FROM collector_stats_distinct WHERE kind = 'tool') AS unique_tools,
+                (SELECT coalesce(sum(value), 0) FROM collector_counters WHERE name = 'fields_redacted') AS fields_redacted`,
       )
       .get() as ActivityStats;
-    return r;
   }
 
   close(): void {

@@ -1,0 +1,96 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { tmpDir } from '../../../test/collector/helpers.js';
+import { msToIso } from '../otlp/any-value.js';
+import { CollectorStore, packRow, type ActivityRow } from './store.js';
+
+let dir: string;
+let store: CollectorStore;
+const manifest = { captures: ['a'], does_not_capture: ['b'], caveats: ['c'] };
+
+function row(id: string, over: Partial<ActivityRow> = {}): ActivityRow {
+  return {
+    event_id: id, source_id: 'vendor-code-cli', observed_at: '2026-01-01T00:00:00.000Z', correlation_id: null, session_id: null,
+    actor_identity: null, event_name: 'x', event_type: 'unknown', tool_name: null, mcp_server_scope: null, success: null, decision: null,
+    decision_source: null, model: null, cost_usd: null, input_tokens: null, output_tokens: null, duration_ms: null, error_message: null,
+    redaction_masked_keys: null, redaction_masked_count: null, raw_attributes: '{}', ingested_at: '2026-01-02T00:00:00.000Z', ...over,
+  };
+}
+const truth = () =>
+  store.db
+    .prepare('SELECT count(*) AS total_events, count(DISTINCT actor_identity) AS unique_users, count(DISTINCT tool_name) AS unique_tools, total(redaction_masked_count) AS fields_redacted FROM observed_activity_log')
+    .get();
+
+beforeEach(() => {
+  dir = tmpDir();
+  store = new CollectorStore(path.join(dir, 'c.sqlite'));
+});
+afterEach(() => {
+  store.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+describe('CollectorStore', () => {
+  it('keeps source statistics and stats true, counting only rows actually inserted', () => {
+    store.registerSource('vendor-code-cli', 'd', manifest);
+    store.registerSource('vendor-enterprise-chat', 'd', manifest);
+    const a = [
+      row('a', { actor_identity: 'u1', tool_name: 'Bash', redaction_masked_count: 2, observed_at: '2026-01-01T00:00:05.000Z' }),
+      row('b', { actor_identity: 'u2', tool_name: 'Bash', redaction_masked_count: 1, observed_at: '2026-01-01T00:00:01.000Z' }),
+    ];
+    expect(store.commit('vendor-code-cli', { rows: a })).toBe(2);
+    expect(store.commit('vendor-code-cli', { rows: [packRow(a[0]), packRow(row('c', { actor_identity: 'u1', tool_name: 'Edit' }))] })).toBe(1);
+    expect(store.commit('vendor-enterprise-chat', { rows: [row('d', { source_id: 'vendor-enterprise-chat', actor_identity: 'u3', redaction_masked_count: 2 })] })).toBe(1);
+    expect(store.stats()).toEqual(truth());
+    expect(store.stats()).toEqual({ total_events: 4, unique_users: 3, unique_tools: 2, fields_redacted: 5 });
+    expect(store.listSources()).toEqual([
+      { source_id: 'vendor-code-cli', description: 'd', event_count: 3, first_event_at: '2026-01-01T00:00:00.000Z', last_event_at: '2026-01-01T00:00:05.000Z' },
+      { source_id: 'vendor-enterprise-chat', description: 'd', event_count: 1, first_event_at: '2026-01-01T00:00:00.000Z', last_event_at: '2026-01-01T00:00:00.000Z' },
+    ]);
+    expect(store.counters('vendor-code-cli')).toMatchObject({ events_ingested: 3, events_duplicate: 1, fields_redacted: 3 });
+  });
+
+  it('writes nothing, not even the position, when a batch fails', () => {
+    const tail = { active_path: '/x', file_key: '1:2', file_path: '/x', file_offset: 100, file_mtime_ms: 1, fingerprint: null, fingerprint_len: 0 };
+    expect(() => store.commit('vendor-code-cli', { rows: [row('a')], tail })).toThrow(/not registered/);
+    expect(store.getTailState('vendor-code-cli')).toBeNull();
+    expect(truth()).toMatchObject({ total_events: 0 });
+  });
+
+  it('orders newest first by observed_at then event_id, filters by source, parses raw_attributes', () => {
+    store.registerSource('vendor-code-cli', 'd', manifest);
+    store.commit('vendor-code-cli', {
+      rows: [row('a', { raw_attributes: '{"k":1}' }), row('b'), row('c', { observed_at: '2025-12-31T23:59:59.999Z' })],
+    });
+    expect(store.listObserved({ limit: 10 }).map((r) => r.event_id)).toEqual(['b', 'a', 'c']);
+    expect(store.listObserved({ limit: 1 })).toHaveLength(1);
+    expect(store.listObserved({ limit: 10, sourceId: 'vendor-enterprise-chat' })).toEqual([]);
+    expect(store.listObserved({ limit: 10 })[1].raw_attributes).toEqual({ k: 1 });
+  });
+
+  it('recomputes a source row at registration and refuses a newer schema', () => {
+    store.registerSource('vendor-code-cli', 'd', manifest);
+    store.commit('vendor-code-cli', { rows: [row('a'), row('b')] });
+    store.db.prepare('UPDATE activity_sources SET event_count = 99, first_event_at = NULL').run();
+    store.registerSource('vendor-code-cli', 'new description', manifest);
+    expect(store.listSources()[0]).toMatchObject({ description: 'new description', event_count: 2, first_event_at: '2026-01-01T00:00:00.000Z' });
+    expect(store.getCoverage('vendor-code-cli')).toEqual({ source_id: 'vendor-code-cli', ...manifest });
+    expect(store.getCoverage('nope')).toBeNull();
+    store.db.pragma('user_version = 99');
+    store.close();
+    expect(() => new CollectorStore(path.join(dir, 'c.sqlite'))).toThrow(/newer/);
+    store = new CollectorStore(':memory:');
+  });
+});
+
+describe('msToIso', () => {
+  it('formats like Date.toISOString, across seconds and out of order', () => {
+    for (const ms of [1767225600123, 1767225600999, 1767225601000, 1767225600001, 0 + 1000 * 86400, 253402300799999]) {
+      expect(msToIso(ms)).toBe(new Date(ms).toISOString());
+    }
+    expect(msToIso(1767225600123.9)).toBe('2026-01-01T00:00:00.123Z');
+    expect(msToIso(-1)).toBeNull();
+    expect(msToIso(253402300800000)).toBeNull();
+  });
+});
