@@ -219,6 +219,9 @@ describe('validation: rejections (400, nothing stored, bundle and reference name
     expect(junk.body.details).toMatchObject({ bundle_id: null, version: null });
     const notJson = await t.call('api', 'POST', '/api/bundles', { admin: true, body: '{"id": ' });
     expect(notJson.status).toBe(400);
+    const nul = await post(bundle(`bundle:c-${uid()}`, 'concern', { documents: [scdDoc(`scd:project:n-${uid()}`, { content: { a: 'x\u0000y' } })] }));
+    expect(nul.status).toBe(400);
+    expect(nul.body.details.errors[0]).toMatchObject({ path: '/body/documents/0/content/a', rule: 'nul_character' });
   });
 });
 

@@ -46,6 +46,7 @@ describe('rule schemas', () => {
     ['an external $ref', { $ref: 'http://example.com/schema.json' }],
     ['an invalid type', { type: 'strang' }],
     ['another draft', { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object' }],
+    ['an async schema', { $async: true, type: 'object' }],
   ])('refuses %s with the compiler message (400)', async (_name, schema) => {
     const id = `bad-${uid()}`;
     const r = await post('/api/rules/schemas', { id, schema });
@@ -119,6 +120,12 @@ describe('rule sets and rules', () => {
     expect((await get(`/api/rules/rule-sets/${setId}/rules?version=1.9.3`)).body).toEqual({ rules: [] });
     const all = (await get('/api/rules/rule-sets')).body.rule_sets.filter((s: any) => s.id === setId);
     expect(all.map((s: any) => [s.version, s.rule_count])).toEqual([['1.2.0', 1], ['1.9.3', 0], ['1.10.0', 1]]);
+  });
+
+  it('NUL characters are refused with 400, not stored', async () => {
+    const r = await post('/api/rules/schemas', { id: `n-${uid()}`, schema: { type: 'object', description: 'a\u0000b' } });
+    expect(r.status).toBe(400);
+    expect(r.body.details.errors[0]).toMatchObject({ path: '/body/schema/description', rule: 'nul_character' });
   });
 
   it('a rule set on an unknown schema is 404', async () => {

@@ -5,6 +5,7 @@ import type { RouteModule } from '../../shared/service.js';
 import { createBundle, type BundleCreate } from './create-bundle.js';
 import { deactivateBundleVersion, getBundleVersion, listBundles } from './bundle-queries.js';
 import { bundleValidationError, checkBundleInput, type Issue } from './validate-bundle.js';
+import { findNul } from '../graph/input-text.js';
 
 /** The value at `/body/...` when it is a string: the offending reference of a pattern failure. */
 function valueAt(body: unknown, path: string): string | undefined {
@@ -44,6 +45,10 @@ async function createBundleValidationFail(req: RequestInfo, ctx: AppContext, err
 export const routes: RouteModule = {
   handlers: {
     async createBundle(req, ctx) {
+      const nul = findNul(req.body);
+      if (nul !== null) {
+        throw bundleValidationError(req.body, [{ path: `/body${nul}`, rule: 'nul_character', message: `/body${nul} contains the NUL character (U+0000), which cannot be stored` }]);
+      }
       return { status: 201, body: await createBundle(ctx, req.body as BundleCreate) };
     },
     async listBundles(req, ctx) {

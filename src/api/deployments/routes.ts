@@ -1,10 +1,12 @@
 /** Deployment routes (spec 4.4): deploy, read one, list. */
 import type { RouteModule } from '../../shared/service.js';
+import { refuseNul } from '../graph/input-text.js';
 import { createDeployment, getDeployment, listDeployments } from './deployment-service.js';
 
 export const routes: RouteModule = {
   handlers: {
     async createDeployment(req, ctx) {
+      refuseNul(req.body);
       return { status: 201, body: await createDeployment(ctx, req.body) };
     },
     async getDeployment(req, ctx) {

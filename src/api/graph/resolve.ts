@@ -4,8 +4,9 @@
  *
  * A pinned import names exactly one version; an unpinned `bundle:<name>` resolves to the
  * highest active semver version stored at the time of resolution (never a DRAFT). A cycle
- * is a 400 whose message spells the cycle. Fetches every version of the names it meets,
- * one query per import level, so a five-level graph costs five queries.
+ * is a 400 whose message spells the cycle. The closure is read in one recursive query
+ * (one round trip whatever the depth); publish-time checks of a single manifest use
+ * `loadHeads`/`resolveImport`.
  */
 import type { Db } from '../../shared/db/index.js';
 import { AppError } from '../../shared/errors.js';
@@ -84,61 +85,85 @@ export function resolveImport(ref: string, versions: BundleHead[] | undefined): 
 }
 
 /**
- * Resolves the closure of `roots` (pinned refs that must exist; callers check them first).
- * `preloaded` lets a caller pass heads it already holds (publish passes the new version).
+ * One import resolved in SQL: a pinned reference to exactly that version (active or not:
+ * the caller decides), an unpinned one to the highest active semver version.
  */
-export async function resolveClosure(db: Db, roots: string[], opts: ResolveOptions, preloaded?: Map<string, BundleHead[]>): Promise<Resolution> {
-  const heads = new Map<string, BundleHead[]>(preloaded ?? []);
-  const bundles = new Map<string, ResolvedBundle>();
-  const need = (ids: string[]) => ids.filter((id) => !heads.has(id));
+const RESOLVE_IMPORT = String.raw`
+  SELECT x.bundle_id, x.version, x.is_active FROM bundles x
+   WHERE x.bundle_id = substring(imp.ref from '^(bundle:[A-Za-z0-9._-]+)')
+     AND CASE WHEN imp.ref ~ ':[0-9]+\.[0-9]+\.[0-9]+$'
+              THEN x.version = substring(imp.ref from ':([0-9]+\.[0-9]+\.[0-9]+)$')
+              ELSE x.is_active AND x.version <> 'DRAFT' END
+   ORDER BY CASE WHEN x.version = 'DRAFT' THEN NULL ELSE string_to_array(x.version, '.')::int[] END DESC NULLS LAST
+   LIMIT 1`;
 
-  // Level by level: resolve every reachable version's imports, fetching unseen names in one query.
-  let pending: Array<{ id: string; version: string }> = roots.map((r) => {
-    const i = r.lastIndexOf(':');
-    return { id: r.slice(0, i), version: r.slice(i + 1) };
-  });
-  const seen = new Set<string>();
-  while (pending.length) {
-    const missing = need([...new Set(pending.map((p) => p.id))]);
-    for (const [k, v] of await loadHeads(db, missing)) heads.set(k, v);
-    const next: Array<{ id: string; version: string }> = [];
-    const importNames = new Set<string>();
-    const batch: ResolvedBundle[] = [];
-    for (const p of pending) {
-      const ref = pinned(p.id, p.version);
-      if (seen.has(ref)) continue;
-      seen.add(ref);
-      const head = heads.get(p.id)?.find((h) => h.version === p.version);
-      if (!head) throw new AppError('not_found', `Bundle version ${ref} does not exist`, { details: { reference: ref } });
-      const rb: ResolvedBundle = { ...head, ref, resolvedImports: [] };
+/**
+ * The whole walk in one round trip: a recursive query collects every reachable version
+ * (UNION, so a cycle terminates), then each reachable version's imports are listed with
+ * what they resolve to. Ordering and cycle detection are done in memory.
+ */
+const CLOSURE_SQL = `
+WITH RECURSIVE walk(bundle_id, version) AS (
+  SELECT r.bundle_id, r.version FROM unnest($1::text[], $2::text[]) AS r(bundle_id, version)
+  UNION
+  SELECT t.bundle_id, t.version
+    FROM walk w
+    JOIN bundles b ON b.bundle_id = w.bundle_id AND b.version = w.version
+    CROSS JOIN LATERAL jsonb_array_elements_text(b.manifest->'imports') AS imp(ref)
+    CROSS JOIN LATERAL (${RESOLVE_IMPORT}) t
+)
+SELECT b.bundle_id, b.version, b.bundle_type, b.is_active, imp.ref, imp.ord,
+       t.bundle_id AS to_id, t.version AS to_version, t.is_active AS to_active
+  FROM walk w
+  JOIN bundles b ON b.bundle_id = w.bundle_id AND b.version = w.version
+  LEFT JOIN LATERAL jsonb_array_elements_text(b.manifest->'imports') WITH ORDINALITY AS imp(ref, ord) ON true
+  LEFT JOIN LATERAL (${RESOLVE_IMPORT}) t ON true
+ ORDER BY b.bundle_id, b.version, imp.ord`;
+
+type ClosureRow = {
+  bundle_id: string;
+  version: string;
+  bundle_type: BundleType;
+  is_active: boolean;
+  ref: string | null;
+  ord: number | null;
+  to_id: string | null;
+  to_version: string | null;
+  to_active: boolean | null;
+};
+
+/** Resolves the closure of `roots` (pinned refs; an unknown root is a 404 naming it). */
+export async function resolveClosure(db: Db, roots: string[], opts: ResolveOptions): Promise<Resolution> {
+  const split = roots.map((r) => ({ id: r.slice(0, r.lastIndexOf(':')), version: r.slice(r.lastIndexOf(':') + 1) }));
+  const rows = await db.query<ClosureRow>(CLOSURE_SQL, [split.map((x) => x.id), split.map((x) => x.version)]);
+  const bundles = new Map<string, ResolvedBundle>();
+  for (const r of rows) {
+    const ref = pinned(r.bundle_id, r.version);
+    let rb = bundles.get(ref);
+    if (!rb) {
+      rb = { id: r.bundle_id, version: r.version, type: r.bundle_type, isActive: r.is_active, imports: [], ref, resolvedImports: [] };
       bundles.set(ref, rb);
-      batch.push(rb);
-      for (const imp of head.imports) {
-        const parsed = parseRef(imp);
-        if (parsed) importNames.add(parsed.id);
-      }
     }
-    for (const [k, v] of await loadHeads(db, need([...importNames]))) heads.set(k, v);
-    for (const rb of batch) {
-      for (const imp of rb.imports) {
-        const parsed = parseRef(imp);
-        const r = resolveImport(imp, parsed ? heads.get(parsed.id) : undefined);
-        if (!r.head || r.reason) {
-          // Lenient: follow a pinned import of a deactivated version (the edge exists), skip the unresolvable.
-          if (opts.mode === 'lenient' && !r.head) continue;
-        }
-        if (opts.mode === 'strict' && (!r.head || r.reason)) {
-          const why = r.reason === 'inactive' ? 'resolves to no active version' : 'resolves to no stored version';
-          throw new AppError(r.reason === 'inactive' ? 'conflict' : 'not_found', `Bundle ${rb.ref} imports ${imp}, which ${why}`, {
-            details: { reference: imp, bundle: rb.ref },
-          });
-        }
-        const target = pinned(r.head!.id, r.head!.version);
-        rb.resolvedImports.push(target);
-        if (!seen.has(target)) next.push({ id: r.head!.id, version: r.head!.version });
-      }
+    if (r.ref === null) continue;
+    rb.imports.push(r.ref);
+    if (r.to_id === null || r.to_version === null) {
+      if (opts.mode === 'lenient') continue;
+      // Unresolvable: a pinned version that does not exist, or a name with no active version left.
+      const parsed = parseRef(r.ref);
+      const [inactive] = parsed && parsed.version === null
+        ? await db.query("SELECT 1 FROM bundles WHERE bundle_id = $1 AND version <> 'DRAFT' LIMIT 1", [parsed.id])
+        : [];
+      throw new AppError(inactive ? 'conflict' : 'not_found', `Bundle ${ref} imports ${r.ref}, which resolves to no ${inactive ? 'active' : 'stored'} version`, {
+        details: { reference: r.ref, bundle: ref },
+      });
     }
-    pending = next;
+    if (opts.mode === 'strict' && r.to_active === false) {
+      throw new AppError('conflict', `Bundle ${ref} imports ${r.ref}, which is deactivated`, { details: { reference: r.ref, bundle: ref } });
+    }
+    rb.resolvedImports.push(pinned(r.to_id, r.to_version));
+  }
+  for (const root of roots) {
+    if (!bundles.has(root)) throw new AppError('not_found', `Bundle version ${root} does not exist`, { details: { reference: root } });
   }
   return { order: orderAndCheckCycles(roots, bundles), bundles };
 }

@@ -10,7 +10,7 @@
  */
 import type { AppContext } from '../../shared/app-context.js';
 import type { Db } from '../../shared/db/index.js';
-import { contentCache, snapshotCache, type Snapshot } from './materialization.js';
+import { contentCache, MAX_CACHE_ENTRIES, snapshotCache, type Snapshot, type Universe } from './materialization.js';
 
 export interface SelectedContext {
   /** `bundle:<name>:<version>` of the bundles whose SCDs were selected, deterministic order. */
@@ -41,20 +41,21 @@ export async function selectContext(ctx: AppContext, input: { roleId: string; ov
 }
 
 /** Universe indices applicable to the role, closed over GOVERNED_BY, ascending. */
-function roleBase(snap: Snapshot, roleId: string): number[] {
-  const cache = snapshotCache<number[]>(snap, 'role');
+function roleBase(u: Universe, roleId: string): number[] {
+  const cache = u.roleCache;
   const hit = cache.get(roleId);
   if (hit) return hit;
-  const picked = new Uint8Array(snap.scds.length);
+  if (cache.size >= MAX_CACHE_ENTRIES) cache.clear();
+  const picked = new Uint8Array(u.scds.length);
   const stack: number[] = [];
-  for (const e of snap.scds) {
+  for (const e of u.scds) {
     if (e.roles === null || e.roles.has(roleId)) {
       picked[e.index] = 1;
       stack.push(e.index);
     }
   }
   while (stack.length) {
-    for (const g of snap.scds[stack.pop()!]!.governedBy) {
+    for (const g of u.scds[stack.pop()!]!.governedBy) {
       if (!picked[g]) {
         picked[g] = 1;
         stack.push(g);
@@ -88,13 +89,14 @@ async function loadExtras(db: Db, snap: Snapshot, ids: string[]): Promise<Map<st
 }
 
 async function compute(db: Db, snap: Snapshot, input: { roleId: string; overrides: string[]; restrictions: string[] }): Promise<SelectedContext> {
+  const u = snap.universe;
   const restricted = new Set(input.restrictions);
-  let indices = roleBase(snap, input.roleId);
+  let indices = roleBase(u, input.roleId);
   const outside: string[] = [];
   if (input.overrides.length) {
     const set = new Set(indices);
     for (const o of input.overrides) {
-      const e = snap.byId.get(o);
+      const e = u.byId.get(o);
       if (e) set.add(e.index);
       else if (!outside.includes(o)) outside.push(o);
     }
@@ -102,30 +104,32 @@ async function compute(db: Db, snap: Snapshot, input: { roleId: string; override
   }
   const scdIds: string[] = [];
   const scdContent: Record<string, string> = {};
+  const members: string[] = [];
   const bundleIds: string[] = [];
   const seenBundles = new Set<string>();
-  const add = (id: string, yaml: string, bundleRef: string) => {
+  const add = (id: string, yaml: string, json: string, bundleRef: string) => {
     if (restricted.has(id)) return;
     scdIds.push(id);
     scdContent[id] = yaml;
+    members.push(json);
     if (!seenBundles.has(bundleRef)) {
       seenBundles.add(bundleRef);
       bundleIds.push(bundleRef);
     }
   };
+  // Universe order: bundles in resolution order, so bundleIds follow it too.
   for (const i of indices) {
-    const e = snap.scds[i]!;
-    add(e.id, e.yaml, e.bundleRef);
+    const e = u.scds[i]!;
+    add(e.id, e.yaml, e.json, e.bundleRef);
   }
   const wanted = outside.filter((id) => !restricted.has(id));
   if (wanted.length) {
-    for (const [id, x] of await loadExtras(db, snap, wanted)) if (x) add(id, x.yaml, x.bundleRef);
+    for (const [id, x] of await loadExtras(db, snap, wanted)) if (x) add(id, x.yaml, `${JSON.stringify(id)}:${JSON.stringify(x.yaml)}`, x.bundleRef);
   }
-  // Bundles in universe order (the order of the SCDs' first appearance already follows it).
   return Object.freeze({
     bundleIds: Object.freeze(bundleIds) as string[],
     scdIds: Object.freeze(scdIds) as string[],
     scdContent: Object.freeze(scdContent) as Record<string, string>,
-    scdContentJson: JSON.stringify(scdContent),
+    scdContentJson: `{${members.join(',')}}`,
   });
 }

@@ -1,10 +1,12 @@
 /** Tag routes (spec 4.4): create, list, read, move. */
 import type { RouteModule } from '../../shared/service.js';
+import { refuseNul } from '../graph/input-text.js';
 import { createTag, getTag, listTags, moveTag } from './tag-service.js';
 
 export const routes: RouteModule = {
   handlers: {
     async createTag(req, ctx) {
+      refuseNul(req.body);
       return { status: 201, body: await createTag(ctx, req.body) };
     },
     async listTags(req, ctx) {
@@ -14,6 +16,7 @@ export const routes: RouteModule = {
       return { status: 200, body: await getTag(ctx, req.params.tag) };
     },
     async moveTag(req, ctx) {
+      refuseNul(req.body);
       return { status: 200, body: await moveTag(ctx, req.params.tag, req.body) };
     },
   },

@@ -40,11 +40,15 @@ export function compileRuleSchema(schema: Record<string, unknown>): ValidateFunc
   });
   addFormats(ajv);
   for (const k of vendorKeywords(schema)) if (!ajv.getKeyword(k)) ajv.addKeyword(k);
+  let v: ValidateFunction;
   try {
-    return ajv.compile(schema);
+    v = ajv.compile(schema);
   } catch (e) {
     throw new SchemaCompileError((e as Error).message);
   }
+  // An async schema's validator answers a promise, which would let every rule through.
+  if ((v as { $async?: boolean }).$async) throw new SchemaCompileError('$async schemas are not supported');
+  return v;
 }
 
 export interface Violation {

@@ -1,22 +1,26 @@
 /** Rules engine routes (spec 4.6, port 8001). */
 import type { RouteModule } from '../../shared/service.js';
+import { refuseNul } from '../../api/graph/input-text.js';
 import { createRule, createRuleSchema, createRuleSet, getRuleSchema, listRules, listRuleSets } from './rule-service.js';
 
 export const routes: RouteModule = {
   handlers: {
     async createRuleSchema(req, ctx) {
+      refuseNul(req.body);
       return { status: 201, body: await createRuleSchema(ctx, req.body) };
     },
     async getRuleSchema(req, ctx) {
       return { status: 200, body: await getRuleSchema(ctx, req.params.schema_id) };
     },
     async createRuleSet(req, ctx) {
+      refuseNul(req.body);
       return { status: 201, body: await createRuleSet(ctx, req.body) };
     },
     async listRuleSets(_req, ctx) {
       return { status: 200, body: await listRuleSets(ctx) };
     },
     async createRule(req, ctx) {
+      refuseNul(req.body);
       return { status: 201, body: await createRule(ctx, req.params.rule_set_id, req.query.version, req.body) };
     },
     async listRules(req, ctx) {
