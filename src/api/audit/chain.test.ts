@@ -116,6 +116,9 @@ describe('audit writer and verify', () => {
   it('writes a gapless chain that an independent recomputation accepts', async () => {
     const entries = Array.from({ length: 240 }, (_, i) => entry(i));
     entries.push(entry(999, { taskType: 'nul\u0000and\ud800lone', requestParams: { 'k\u0000': 'v\udc00' } }));
+    // Text the database renders as JSON for verify: quotes, backslashes, controls, non-ASCII, astral, U+2028.
+    const weird = 'q"b\\s\t\n\r\u0001\u001f\u007fé☃𝄞\u2028';
+    entries.push(entry(998, { taskType: weird, chainId: weird, parentRequestId: weird, contextScdIds: [weird, 'scd:x:y'], contextBundleIds: [weird] }));
     const committed = await Promise.all(entries.map((e) => writer.append(e)));
     const seqs = committed.map((c) => c.chainSequence).sort((a, b) => a - b);
     expect(seqs[0]).toBe(4);
@@ -123,11 +126,11 @@ describe('audit writer and verify', () => {
     const re = await recomputeChain(t.db);
     expect(re.mismatches).toEqual([]);
     expect(re.legacy).toBe(3);
-    expect(re.chained).toBe(241);
+    expect(re.chained).toBe(242);
     const [odd] = await t.db.query('SELECT task_type, request_params FROM agent_context_requests WHERE request_id = $1', [entries[240]!.requestId]);
     expect(odd!.task_type).toBe('nul\uFFFDand\uFFFDlone');
     const v = await verifyAuditChain(ctx());
-    expect(v).toMatchObject({ status: 'ok', record_count: 244, legacy_record_count: 3, first_chained_sequence: 4, tampered_at_sequence: null, tampered_field_chain: null, error: null });
+    expect(v).toMatchObject({ status: 'ok', record_count: 245, legacy_record_count: 3, first_chained_sequence: 4, tampered_at_sequence: null, tampered_field_chain: null, error: null });
     expect(v.genesis_hash).toMatch(/^[0-9a-f]{64}$/);
   });
 

@@ -28,29 +28,42 @@ export interface AuditVerifyResult {
   initialized_at: string | null;
 }
 
-/** Columns of a chained record, every value in its hashed text form (null for SQL NULL). */
+/**
+ * What the database renders for each chained record. It builds the plain parts of both hash
+ * inputs itself (C string work, about twice as fast as doing it here): `rc`, the spec's
+ * record_content, and the content netstrings of every field but the two jsonb ones, whose
+ * canonical JSON (sorted keys) only this side makes. to_json() of a text value is exactly
+ * JSON.stringify's text for the strings the writer stores (well-formed, no NUL), and
+ * octet_length() is the UTF-8 byte length, so the inputs are the ones decisions.md defines.
+ * The checks themselves (both hashes, the links, the sequence) are all done here.
+ */
+const sqlNs = (x: string) => `octet_length(${x})::text || ':' || ${x} || ','`;
 const COLUMNS = [
-  'chain_sequence::text',
-  'request_id',
-  'agent_id',
-  'task_type',
-  'request_params::text',
-  'intent_valid::text',
-  'validation_errors::text',
-  'to_json(context_bundle_ids)::text',
-  'to_json(context_scd_ids)::text',
-  'processing_time_ms::text',
-  `to_char(requested_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`,
-  'chain_id',
-  'parent_request_id',
-  'previous_hash',
-  'record_hash',
-  'content_hash',
+  'r.chain_sequence::text',
+  "r.chain_sequence::text || r.request_id || coalesce(r.agent_id, '') || r.task_type || r.intent_valid::text || x.ts",
+  `${sqlNs('r.chain_sequence::text')} || ${sqlNs('x.rid')} || ${sqlNs('x.aid')} || ${sqlNs('x.task')}`,
+  'r.request_params::text',
+  sqlNs('r.intent_valid::text'),
+  'r.validation_errors::text',
+  `${sqlNs('x.bids')} || ${sqlNs('x.sids')} || ${sqlNs('x.ms')} || ${sqlNs(`'"' || x.ts || '"'`)} || ${sqlNs('x.cid')} || ${sqlNs('x.prid')}`,
+  'r.previous_hash',
+  'r.record_hash',
+  'r.content_hash',
 ]
   // Distinct names: PGlite returns rows as objects, in column order.
   .map((c, i) => `${c} AS c${String(i).padStart(2, '0')}`)
   .join(', ');
-const N_COLUMNS = 16;
+const FROM = `agent_context_requests r, LATERAL (SELECT
+    to_char(r.requested_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS ts,
+    to_json(r.request_id)::text AS rid,
+    coalesce(to_json(r.agent_id)::text, 'null') AS aid,
+    to_json(r.task_type)::text AS task,
+    coalesce(to_json(r.context_bundle_ids)::text, 'null') AS bids,
+    coalesce(to_json(r.context_scd_ids)::text, 'null') AS sids,
+    coalesce(r.processing_time_ms::text, 'null') AS ms,
+    coalesce(to_json(r.chain_id)::text, 'null') AS cid,
+    coalesce(to_json(r.parent_request_id)::text, 'null') AS prid) x`;
+const N_COLUMNS = 10;
 
 type Row = Array<string | null>;
 
@@ -63,8 +76,8 @@ function ns(s: string): string {
 // eslint-disable-next-line no-control-regex
 const NON_ASCII = /[^\x00-\x7f]/;
 
-const jsonText = (s: string | null) => (s === null ? 'null' : JSON.stringify(s));
-const canonicalJsonb = (s: string | null) => (s === null ? 'null' : canonicalJson(JSON.parse(s)));
+/** The netstring of a jsonb column's canonical JSON ('null' for SQL NULL). */
+const nsJsonb = (s: string | null) => (s === null ? '4:null,' : ns(canonicalJson(JSON.parse(s))));
 
 interface Failure {
   seq: number;
@@ -97,48 +110,38 @@ class ChainChecker {
   check(r: Row): void {
     this.count++;
     if (this.failure) return;
-    const seqText = r[0]!;
-    const seq = Number(seqText);
+    const seq = Number(r[0]);
     const expected = this.first === null ? this.expectedFirst : this.lastSeq + 1;
     if (this.first === null) this.first = seq;
     if (seq !== expected) {
       return this.fail(expected, 'record_hash', `record ${expected} is missing: the chain goes from ${expected - 1} to ${seq}`);
     }
     this.lastSeq = seq;
-    const [, rid, aid, task, params, intent, verr, bids, sids, ms, at, chainId, parent, prev, rh, ch] = r as string[];
+    const [, rc, cca, params, ccb, verr, ccc, prev, rh, ch] = r as string[];
     if (prev !== this.prevRh) {
       return this.fail(seq, 'record_hash', `previous_hash of record ${seq} is not the record_hash of ${seq === this.expectedFirst ? 'the genesis' : `record ${seq - 1}`}`);
     }
-    const wantRh = sha256Hex(seqText + rid + (aid ?? '') + task + intent + at + this.prevRh);
-    let content: string;
+    if (sha256Hex(rc + this.prevRh) !== rh) return this.fail(seq, 'record_hash', `record_hash of record ${seq} does not match its fields`);
+    let wantCh = '';
     try {
-      content =
-        this.prevCh +
-        ns(seqText) +
-        ns(JSON.stringify(rid)) +
-        ns(jsonText(aid)) +
-        ns(JSON.stringify(task)) +
-        ns(canonicalJsonb(params)) +
-        ns(intent!) +
-        ns(canonicalJsonb(verr)) +
-        ns(bids ?? 'null') +
-        ns(sids ?? 'null') +
-        ns(ms ?? 'null') +
-        ns(`"${at}"`) +
-        ns(jsonText(chainId)) +
-        ns(jsonText(parent));
+      wantCh = sha256Hex(this.prevCh + cca + nsJsonb(params) + ccb + nsJsonb(verr) + ccc);
     } catch {
-      content = '';
+      /* unparsable jsonb text cannot happen; if it did, the record does not verify */
     }
-    const wantCh = content ? sha256Hex(content) : '';
-    if (wantRh !== rh) return this.fail(seq, 'record_hash', `record_hash of record ${seq} does not match its fields`);
     if (wantCh !== ch) return this.fail(seq, 'content_hash', `content_hash of record ${seq} does not match its fields`);
-    this.prevRh = rh;
-    this.prevCh = ch;
+    this.prevRh = rh!;
+    this.prevCh = ch!;
   }
 }
 
 const PAGE = 2000;
+
+/** Checks a `COPY (SELECT COLUMNS ...) TO STDOUT` stream of chained records (exported for benchmarks). */
+export async function checkCopyStream(stream: import('node:stream').Readable, genesis: string, expectedFirst: number): Promise<{ count: number; failure: Failure | null }> {
+  const checker = new ChainChecker(genesis, expectedFirst);
+  await forEachCopyRow(stream, N_COLUMNS, (row) => checker.check(row));
+  return checker;
+}
 
 /** Verifies both chains. A mismatch is a result (`tampered`), never an exception. */
 export async function verifyAuditChain(ctx: Pick<AppContext, 'db' | 'clock'>): Promise<AuditVerifyResult> {
@@ -153,14 +156,14 @@ export async function verifyAuditChain(ctx: Pick<AppContext, 'db' | 'clock'>): P
   const legacyCount = Number(legacy?.n ?? 0);
   const checker = new ChainChecker(g?.genesis_hash ?? '', Number(legacy?.last ?? 0) + 1);
 
-  const where = `record_hash <> '${LEGACY_SENTINEL}'`;
+  const where = `r.record_hash <> '${LEGACY_SENTINEL}'`;
   if (db.raw) {
-    const stream = await db.raw.unsafe(`COPY (SELECT ${COLUMNS} FROM agent_context_requests WHERE ${where} ORDER BY chain_sequence) TO STDOUT`).readable();
+    const stream = await db.raw.unsafe(`COPY (SELECT ${COLUMNS} FROM ${FROM} WHERE ${where} ORDER BY r.chain_sequence) TO STDOUT`).readable();
     await forEachCopyRow(stream, N_COLUMNS, (row) => checker.check(row));
   } else {
     let after = -1;
     for (;;) {
-      const rows = await db.query(`SELECT ${COLUMNS} FROM agent_context_requests WHERE ${where} AND chain_sequence > $1 ORDER BY chain_sequence LIMIT ${PAGE}`, [after]);
+      const rows = await db.query(`SELECT ${COLUMNS} FROM ${FROM} WHERE ${where} AND r.chain_sequence > $1 ORDER BY r.chain_sequence LIMIT ${PAGE}`, [after]);
       for (const r of rows) checker.check(Object.values(r) as Row);
       if (rows.length < PAGE) break;
       after = Number(Object.values(rows[rows.length - 1]!)[0]);
