@@ -92,7 +92,7 @@ const slice = <T>(xs: T[], i: number, n: number): T[] => {
 };
 
 /** The synthetic graph, leaves first (publish order). */
-function synthesize(s: Shape): { bundles: BundleCreate[]; project: string; roles: string[]; scdCount: number } {
+export function synthesize(s: Shape): { bundles: BundleCreate[]; project: string; roles: string[]; scdCount: number } {
   const out: BundleCreate[] = [];
   const roles = Array.from({ length: s.roles }, (_, i) => `role:r${i}`);
   const meta = bundleBody('bundle:bench-meta', 'meta', { docs: Array.from({ length: s.metaScds }, (_, i) => scd(`scd:meta:m${i}`)) });
@@ -176,6 +176,15 @@ export default async function contentBench(b: Bench): Promise<void> {
   });
   const ctx: AppContext = await createAppContext(config, { logger: memoryLogger('error'), db, broker: createMemoryBroker(), skipMigrations: true });
   try {
+    // Reference measured in the same run: a trivial database round trip, and the machine's load.
+    const rt: number[] = [];
+    for (let i = 0; i < 200; i++) {
+      const s = performance.now();
+      await db.query('SELECT 1');
+      rt.push(performance.now() - s);
+    }
+    line(ms(pct(rt, 50)), 'ms', `reference: SELECT 1 round trip p50 (load average ${os.loadavg()[0]!.toFixed(1)} on ${os.cpus().length} cores)`);
+
     // --- publish ---
     const perBundle: number[] = [];
     const t0 = performance.now();

@@ -98,27 +98,35 @@ const RESOLVE_IMPORT = String.raw`
    LIMIT 1`;
 
 /**
- * The whole walk in one round trip: a recursive query collects every reachable version
- * (UNION, so a cycle terminates), then each reachable version's imports are listed with
- * what they resolve to. Ordering and cycle detection are done in memory.
+ * The whole walk in one round trip. The recursive part collects import edges (each
+ * reachable version's imports with what they resolve to; UNION, so a cycle terminates);
+ * the outer part adds every reachable version's own row (leaves have no edges). Ordering
+ * and cycle detection are done in memory.
  */
 const CLOSURE_SQL = `
-WITH RECURSIVE walk(bundle_id, version) AS (
-  SELECT r.bundle_id, r.version FROM unnest($1::text[], $2::text[]) AS r(bundle_id, version)
+WITH RECURSIVE edges(from_id, from_version, ord, ref, to_id, to_version, to_active) AS (
+  SELECT b.bundle_id, b.version, imp.ord, imp.ref, t.bundle_id, t.version, t.is_active
+    FROM unnest($1::text[], $2::text[]) AS r(bundle_id, version)
+    JOIN bundles b ON b.bundle_id = r.bundle_id AND b.version = r.version
+    CROSS JOIN LATERAL jsonb_array_elements_text(b.manifest->'imports') WITH ORDINALITY AS imp(ref, ord)
+    LEFT JOIN LATERAL (${RESOLVE_IMPORT}) t ON true
   UNION
-  SELECT t.bundle_id, t.version
-    FROM walk w
-    JOIN bundles b ON b.bundle_id = w.bundle_id AND b.version = w.version
-    CROSS JOIN LATERAL jsonb_array_elements_text(b.manifest->'imports') AS imp(ref)
-    CROSS JOIN LATERAL (${RESOLVE_IMPORT}) t
+  SELECT b.bundle_id, b.version, imp.ord, imp.ref, t.bundle_id, t.version, t.is_active
+    FROM edges e
+    JOIN bundles b ON b.bundle_id = e.to_id AND b.version = e.to_version
+    CROSS JOIN LATERAL jsonb_array_elements_text(b.manifest->'imports') WITH ORDINALITY AS imp(ref, ord)
+    LEFT JOIN LATERAL (${RESOLVE_IMPORT}) t ON true
+),
+nodes(bundle_id, version) AS (
+  SELECT bundle_id, version FROM unnest($1::text[], $2::text[]) AS r(bundle_id, version)
+  UNION
+  SELECT to_id, to_version FROM edges WHERE to_id IS NOT NULL
 )
-SELECT b.bundle_id, b.version, b.bundle_type, b.is_active, imp.ref, imp.ord,
-       t.bundle_id AS to_id, t.version AS to_version, t.is_active AS to_active
-  FROM walk w
-  JOIN bundles b ON b.bundle_id = w.bundle_id AND b.version = w.version
-  LEFT JOIN LATERAL jsonb_array_elements_text(b.manifest->'imports') WITH ORDINALITY AS imp(ref, ord) ON true
-  LEFT JOIN LATERAL (${RESOLVE_IMPORT}) t ON true
- ORDER BY b.bundle_id, b.version, imp.ord`;
+SELECT b.bundle_id, b.version, b.bundle_type, b.is_active, e.ref, e.ord, e.to_id, e.to_version, e.to_active
+  FROM nodes n
+  JOIN bundles b ON b.bundle_id = n.bundle_id AND b.version = n.version
+  LEFT JOIN edges e ON e.from_id = n.bundle_id AND e.from_version = n.version
+ ORDER BY b.bundle_id, b.version, e.ord`;
 
 type ClosureRow = {
   bundle_id: string;
