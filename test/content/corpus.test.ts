@@ -108,3 +108,32 @@ describe('the corpus as it is: known defects are validation errors', () => {
     expect(e.message).toContain('0.2.0');
   });
 });
+
+describe('the corrected corpus, W2 (no applies_to anywhere)', () => {
+  let t2: TestStack;
+  let pub2: PublishedCorpus;
+  beforeAll(async () => {
+    t2 = await startTestStack({ services: ['api'] });
+    pub2 = await publishCorpus(t2.call, { workload: 'W2' });
+  });
+  afterAll(async () => {
+    await t2?.close();
+  });
+
+  it('every role receives all 43 SCDs, in resolution order', async () => {
+    expect(pub2.allScdIds).toHaveLength(43);
+    for (const roleId of ['role:security', 'role:anyone']) {
+      const sel = await selectContext(t2.ctx, { roleId, overrides: [], restrictions: [] });
+      expect(sel.scdIds).toEqual(pub2.allScdIds);
+      const bytes = Object.values(sel.scdContent).reduce((n, y) => n + Buffer.byteLength(y), 0);
+      expect(bytes).toBeGreaterThan(40_000);
+    }
+  });
+
+  it('publishing again redeploys (existing versions are taken as published)', async () => {
+    const again = await publishCorpus(t2.call, { workload: 'W2' });
+    expect(again.deploymentId).not.toBe(pub2.deploymentId);
+    const old = await t2.call('api', 'GET', `/api/deployments/${pub2.deploymentId}`, { admin: true });
+    expect(old.body).toMatchObject({ status: 'superseded', superseded_by: again.deploymentId });
+  });
+});
