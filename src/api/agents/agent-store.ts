@@ -62,7 +62,7 @@ export async function getAgentRow(db: Db, agentId: string, lock = false): Promis
 }
 
 /** Rewrites the agent's node and edges from its row (inside the caller's transaction). */
-export async function syncAgentGraph(db: Db, row: AgentRow): Promise<void> {
+export async function syncAgentGraph(db: Db, row: Pick<AgentRow, 'agent_id' | 'role_id' | 'overrides' | 'restrictions'>): Promise<void> {
   await db.query(`INSERT INTO graph_nodes (node_id, label) VALUES ($1, 'Agent') ON CONFLICT (node_id) DO NOTHING`, [row.agent_id]);
   await db.query(`INSERT INTO graph_nodes (node_id, label) VALUES ($1, 'Role') ON CONFLICT (node_id) DO NOTHING`, [row.role_id]);
   await db.query(`DELETE FROM graph_edges WHERE from_id = $1 AND source = $2 AND edge_type IN ('HAS_ROLE', 'HAS_OVERRIDE', 'HAS_RESTRICTION')`, [row.agent_id, GRAPH_SOURCE]);

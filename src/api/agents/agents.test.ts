@@ -81,6 +81,14 @@ describe('POST /api/agents', () => {
     expect(rows).toHaveLength(0);
   });
 
+  it('a NUL character in a text field is 400, not a failure', async () => {
+    const r = await t.call('api', 'POST', '/api/agents', { admin: true, body: { agent_id: agentId('nul'), name: 'a\u0000b', role_id: 'role:r', allowed_intents: ['x\u0000'] } });
+    expect(r.status).toBe(400);
+    expect(r.body.error).toBe('validation_error');
+    const m = await t.call('api', 'POST', '/api/mcp-servers', { admin: true, body: { name: 'n', owner_name: '\u0000' } });
+    expect(m.status).toBe(400);
+  });
+
   it('missing required fields are each named', async () => {
     const r = await t.call('api', 'POST', '/api/agents', { admin: true, body: {} });
     expect(r.status).toBe(400);

@@ -4,14 +4,20 @@ import type { AppContext } from '../../shared/app-context.js';
 import { AppError } from '../../shared/errors.js';
 import { assertUnderCap, intentsToStore, lockAgentCap, syncAgentGraph, toAgent, type Agent, type AgentRow } from './agent-store.js';
 
-export type CreateAgentInput = components['schemas']['AgentCreate'];
+type AgentCreate = components['schemas']['AgentCreate'];
+/** The contract's body; fields with a contract default may be left out by other callers. */
+export type CreateAgentInput = Omit<AgentCreate, 'status' | 'created_by'> & Partial<Pick<AgentCreate, 'status' | 'created_by'>>;
 
 export async function createAgent(ctx: AppContext, input: CreateAgentInput): Promise<Agent> {
   // The contract already allows only false here; the verb holds the rule for other callers too.
   if ((input.owner_verified as boolean | undefined) === true) throw ownerUnverifiable();
   const cap = ctx.license?.agent_cap ?? 0;
   const now = ctx.clock.now();
+  const graph = { agent_id: input.agent_id, role_id: input.role_id, overrides: input.overrides ?? [], restrictions: input.restrictions ?? [] };
   return ctx.db.tx(async (db) => {
+    // The graph rows first: the cap lock, held until commit, then covers only count + insert.
+    // (A duplicate id rolls all of it back.)
+    await syncAgentGraph(db, graph);
     if (cap > 0) {
       await lockAgentCap(db);
       await assertUnderCap(db, cap);
@@ -37,7 +43,6 @@ export async function createAgent(ctx: AppContext, input: CreateAgentInput): Pro
       ],
     );
     if (!row) throw new AppError('conflict', `Agent ${input.agent_id} already exists (agent ids are never reused, revoked agents included)`);
-    await syncAgentGraph(db, row);
     return toAgent(row);
   });
 }

@@ -140,7 +140,8 @@ describe('license at start-up (spec 3.5)', () => {
   it('the embedded public key is a real RSA key and no private key is in the repository', async () => {
     await expect(importSPKI(EMBEDDED_LICENSE_PUBLIC_KEY, 'RS256')).resolves.toBeTruthy();
     const { execSync } = await import('node:child_process');
-    const hits = execSync(`git grep -l -e "BEGIN RSA PRIVATE KEY" -e "BEGIN PRIVATE KEY" -- . ':!node_modules' || true`, { encoding: 'utf8' });
+    const marker = ['PRIVATE', 'KEY-----'].join(' '); // built here so this file does not match itself
+    const hits = execSync(`git grep -l -e "${marker}" -- . ':!node_modules' || true`, { encoding: 'utf8' });
     expect(hits.trim()).toBe('');
   });
 });

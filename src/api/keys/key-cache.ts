@@ -56,7 +56,10 @@ export class KeyCache {
   /** Bumped whenever delivery of invalidations may have been interrupted. */
   private epoch = 0;
   private subscribed = false;
-  private lastPong = 0;
+  /** Heartbeat pings by sequence number, with their send times, until answered. */
+  private pingsSent = 0;
+  private pingsAnswered = 0;
+  private pingTimes = new Map<number, number>();
   private timer: NodeJS.Timeout | null = null;
   private stops: Array<() => unknown> = [];
   private readonly pingChannel: string;
@@ -75,10 +78,18 @@ export class KeyCache {
     this.stops.push(await broker.subscribe(KEY_INVALIDATION_CHANNEL, (m) => this.onMessage(m)));
     this.stops.push(broker.onReconnect(() => this.newEpoch()));
     if (broker.kind === 'redis') {
-      this.stops.push(await broker.subscribe(this.pingChannel, () => (this.lastPong = Date.now())));
+      this.stops.push(await broker.subscribe(this.pingChannel, (m) => this.onPong(Number(m))));
       const beat = () => {
         if (!this.healthy()) this.newEpoch();
-        void broker.publish(this.pingChannel, '1');
+        const seq = ++this.pingsSent;
+        this.pingTimes.set(seq, Date.now());
+        if (this.pingTimes.size > 1000) {
+          // A long outage: keep the oldest unanswered ping (what health is judged by) and the newest.
+          const it = this.pingTimes.keys();
+          it.next();
+          this.pingTimes.delete(it.next().value!);
+        }
+        void broker.publish(this.pingChannel, String(seq));
         void this.resend();
       };
       this.timer = setInterval(beat, HEARTBEAT_MS);
@@ -100,8 +111,20 @@ export class KeyCache {
     if (!this.subscribed) return false;
     const { broker } = this.ctx;
     if (!broker.connected()) return false;
-    if (broker.kind === 'redis' && Date.now() - this.lastPong > HEARTBEAT_WINDOW_MS) return false;
+    if (broker.kind === 'redis') {
+      // Unhealthy when a ping has been unanswered for the window. Measured from when the ping
+      // was sent, so an event loop busy with requests (no pings sent) is no false alarm.
+      if (this.pingsSent === 0) return false;
+      const oldest = this.pingTimes.get(this.pingsAnswered + 1);
+      if (oldest !== undefined && Date.now() - oldest > HEARTBEAT_WINDOW_MS) return false;
+    }
     return true;
+  }
+
+  private onPong(seq: number): void {
+    if (!Number.isInteger(seq) || seq <= this.pingsAnswered) return;
+    for (let i = this.pingsAnswered + 1; i <= seq; i++) this.pingTimes.delete(i);
+    this.pingsAnswered = seq;
   }
 
   /** The generation to pass to `set` (read it before the database lookup). */

@@ -11,7 +11,8 @@ import { AppError } from '../../shared/errors.js';
 import { ownerUnverifiable } from '../agents/create-agent.js';
 
 export type McpServer = components['schemas']['McpServer'];
-export type McpServerCreate = components['schemas']['McpServerCreate'];
+/** The contract's body; `created_by` (default `admin`) may be left out by other callers. */
+export type McpServerCreate = Omit<components['schemas']['McpServerCreate'], 'created_by'> & { created_by?: string };
 export type McpServerUpdate = components['schemas']['McpServerUpdate'];
 export type McpServerList = components['schemas']['McpServerList'];
 
