@@ -7,6 +7,9 @@
 import { StringDecoder } from 'node:string_decoder';
 import type { Readable } from 'node:stream';
 
+// eslint-disable-next-line no-control-regex
+const NON_ASCII = /[^\x00-\x7f]/;
+
 const ESCAPES: Record<string, string> = { '\\': '\\', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t', v: '\v' };
 
 function unescapeCopy(s: string): string {
@@ -36,7 +39,7 @@ export function parseCopyLine(line: string, columns: number): Array<string | nul
  * `_read`; when COPY ends while paused, the socket stays paused and the connection's next
  * query never gets an answer. `_read` is called once more at the end for that reason.
  */
-export function forEachCopyRow(stream: Readable, columns: number, onRow: (row: Array<string | null>) => void): Promise<void> {
+export function forEachCopyRow(stream: Readable, columns: number, onRow: (row: Array<string | null>, ascii: boolean) => void): Promise<void> {
   const decoder = new StringDecoder('utf8');
   let rest = '';
   return new Promise<void>((resolve, reject) => {
@@ -49,12 +52,15 @@ export function forEachCopyRow(stream: Readable, columns: number, onRow: (row: A
     stream.on('data', (chunk: Buffer) => {
       if (failed) return;
       try {
-        const text = rest + decoder.write(chunk);
+        const decoded = decoder.write(chunk);
+        const text = rest + decoded;
+        // As many characters as bytes: every byte is ASCII (PostgreSQL sends a row per message).
+        const ascii = decoded.length === chunk.length && (rest.length === 0 || !NON_ASCII.test(rest));
         let start = 0;
         for (;;) {
           const nl = text.indexOf('\n', start);
           if (nl < 0) break;
-          onRow(parseCopyLine(text.slice(start, nl), columns));
+          onRow(parseCopyLine(text.slice(start, nl), columns), ascii);
           start = nl + 1;
         }
         rest = text.slice(start);
@@ -68,7 +74,7 @@ export function forEachCopyRow(stream: Readable, columns: number, onRow: (row: A
       if (failed) return;
       try {
         rest += decoder.end();
-        if (rest.length) onRow(parseCopyLine(rest, columns));
+        if (rest.length) onRow(parseCopyLine(rest, columns), !NON_ASCII.test(rest));
         resolve();
       } catch (e) {
         fail(e);

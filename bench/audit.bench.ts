@@ -1,0 +1,177 @@
+/**
+ * Audit benchmarks (benchmarks.md): verify speed and peak memory on a chain of 1,000,000
+ * records (100,000 on PGlite, labelled), and the group-commit writer's own rate.
+ *
+ * The chain is generated with valid hashes (the product's hash rules) and bulk-loaded as the
+ * owner with COPY; verify then runs in a separate server process (`GET /api/audit/verify`),
+ * whose peak RSS (VmHWM) is read from /proc before and after.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Bench } from './run.js';
+import { closedLoop, fmt, peakRssMb } from './load-gen.js';
+import { ADMIN_KEY, createTestDb, type TestDb } from '../test/harness.js';
+import { spawnApi } from '../test/audit/server-process.js';
+import { ensureGenesis, systemClock } from '../src/shared/app-context.js';
+import { computeContentHash, computeRecordHash, type ChainFields } from '../src/api/audit/hash.js';
+import { AuditWriter, textArrayLiteral } from '../src/api/audit/writer.js';
+import { verifyAuditChain } from '../src/api/audit/verify.js';
+import { memoryLogger } from '../src/shared/logger.js';
+
+const SCDS = ['scd:meta:ai-usage-policy', 'scd:meta:data-classification', 'scd:meta:glossary', 'scd:meta:review-policy', 'scd:project:auth-rules', 'scd:project:input-validation', 'scd:project:secrets-handling', 'scd:project:threat-model'];
+const BUNDLES = ['bundle:meta:0.2.0', 'bundle:security:0.1.0'];
+
+/** Record i of a synthetic chain: mostly accepted W1-like requests, every fifth refused. */
+function fields(i: number, seq: number, at: Date): ChainFields {
+  const refused = i % 5 === 4;
+  return {
+    chain_sequence: seq,
+    request_id: randomUUID(),
+    agent_id: `agent:bench-${i % 100}`,
+    task_type: refused ? 'deploy_prod' : 'code_review',
+    request_params: i % 3 === 0 ? { ticket: `T-${i}` } : null,
+    intent_valid: !refused,
+    validation_errors: refused ? { error_code: 'INTENT_NOT_ALLOWED', error_message: 'Task type "deploy_prod" is not among the agent\'s allowed intents' } : null,
+    context_bundle_ids: refused ? null : BUNDLES,
+    context_scd_ids: refused ? null : SCDS,
+    processing_time_ms: i % 7,
+    requested_at: at,
+    chain_id: null,
+    parent_request_id: null,
+  };
+}
+
+const COPY_COLUMNS = 'request_id, agent_id, task_type, request_params, intent_valid, validation_errors, context_bundle_ids, context_scd_ids, processing_time_ms, requested_at, chain_sequence, previous_hash, record_hash, content_hash, chain_id, parent_request_id';
+const N = (v: unknown) => (v === null || v === undefined ? '\\N' : String(v));
+
+/** Generates `n` chained records and loads them as the owner; returns the seconds taken. */
+export async function loadChain(t: TestDb, n: number, genesis: string): Promise<number> {
+  const t0 = performance.now();
+  for (let i = 0; i < 100; i++) {
+    await t.owner.query(`INSERT INTO agents (agent_id, name, role_id, created_by) VALUES ($1, $1, 'role:security', 'bench') ON CONFLICT DO NOTHING`, [`agent:bench-${i}`]);
+  }
+  let prevRh = genesis;
+  let prevCh = genesis;
+  const base = Date.now() - n;
+  const lineOf = (i: number) => {
+    const f = fields(i, i + 1, new Date(base + i));
+    const rh = computeRecordHash(f, prevRh);
+    const ch = computeContentHash(f, prevCh);
+    const line = [
+      f.request_id,
+      f.agent_id,
+      f.task_type,
+      N(f.request_params && JSON.stringify(f.request_params)),
+      f.intent_valid ? 't' : 'f',
+      N(f.validation_errors && JSON.stringify(f.validation_errors)),
+      N(f.context_bundle_ids && textArrayLiteral(f.context_bundle_ids)),
+      N(f.context_scd_ids && textArrayLiteral(f.context_scd_ids)),
+      N(f.processing_time_ms),
+      f.requested_at.toISOString(),
+      f.chain_sequence,
+      prevRh,
+      rh,
+      ch,
+      '\\N',
+      '\\N',
+    ].join('\t');
+    prevRh = rh;
+    prevCh = ch;
+    return line + '\n';
+  };
+  if (t.owner.raw) {
+    const w = await t.owner.raw.unsafe(`COPY agent_context_requests (${COPY_COLUMNS}) FROM STDIN`).writable();
+    let i = 0;
+    while (i < n) {
+      let chunk = '';
+      // COPY text format: a backslash in the data is written doubled (\N stays the NULL marker).
+      for (let j = 0; j < 2000 && i < n; j++, i++) chunk += lineOf(i).replace(/\\(?!N)/g, '\\\\');
+      if (!w.write(chunk)) await new Promise((r) => w.once('drain', r));
+    }
+    await new Promise<void>((resolve, reject) => w.end((e?: Error | null) => (e ? reject(e) : resolve())));
+    await t.owner.query('ANALYZE agent_context_requests');
+  } else {
+    // PGlite: multi-row INSERTs in one transaction.
+    await t.owner.tx(async (tx) => {
+      for (let i = 0; i < n; ) {
+        const rows: string[] = [];
+        for (let j = 0; j < 1000 && i < n; j++, i++) rows.push(lineOf(i).slice(0, -1));
+        await tx.query(
+          `INSERT INTO agent_context_requests (${COPY_COLUMNS})
+           SELECT c[1], c[2], c[3], nullif(c[4], '\\N')::jsonb, c[5]::boolean, nullif(c[6], '\\N')::jsonb, nullif(c[7], '\\N')::text[], nullif(c[8], '\\N')::text[],
+                  nullif(c[9], '\\N')::int, c[10]::timestamptz, c[11]::bigint, c[12], c[13], c[14], NULL, NULL
+             FROM (SELECT string_to_array(l, E'\\t') AS c FROM unnest($1::text[]) AS l) x`,
+          [rows],
+        );
+      }
+    });
+  }
+  return (performance.now() - t0) / 1000;
+}
+
+export default async function auditBench(b: Bench): Promise<void> {
+  const n = b.real ? Number(process.env.BENCH_AUDIT_RECORDS ?? 1_000_000) : 100_000;
+  const db = b.real ? 'PostgreSQL' : 'PGlite';
+  const t = await createTestDb();
+  try {
+    const deploymentId = randomUUID();
+    await ensureGenesis(t.db, deploymentId, systemClock);
+    const [g] = await t.db.query<{ genesis_hash: string }>('SELECT genesis_hash FROM audit_chain_genesis');
+    const loadS = await loadChain(t, n, g!.genesis_hash);
+    b.print(`${fmt(n / loadS)} records/s | chain generation with valid hashes + bulk load as owner (set-up, not a target) | ${n} records | ${db}`);
+
+    if (b.real) {
+      const proc = await spawnApi(t.appUrl!, deploymentId, { DATABASE_MIGRATION_URL: t.ownerUrl!, LOG_LEVEL: 'error' });
+      try {
+        const rssBefore = peakRssMb(proc.child.pid!);
+        const t0 = performance.now();
+        const r = await fetch(`${proc.url}/api/audit/verify`, { headers: { 'x-admin-key': ADMIN_KEY } });
+        const v = (await r.json()) as { status: string; record_count: number };
+        const s = (performance.now() - t0) / 1000;
+        const rssPeak = peakRssMb(proc.child.pid!);
+        b.print(`${fmt(v.record_count / s)} records/s (${s.toFixed(2)} s) | GET /api/audit/verify, both chains, status ${v.status} | ${v.record_count} records | ${db} | target >= 500,000/s`);
+        b.print(`${fmt(rssPeak)} MB | peak RSS of the server process during verify (VmHWM; ${fmt(rssBefore)} MB before the call) | ${v.record_count} records | ${db} | target < 256 MB`);
+      } finally {
+        await proc.stop();
+      }
+    } else {
+      const heap0 = process.memoryUsage().rss;
+      const t0 = performance.now();
+      const v = await verifyAuditChain({ db: t.db, clock: systemClock });
+      const s = (performance.now() - t0) / 1000;
+      b.print(`${fmt(v.record_count / s)} records/s (${s.toFixed(2)} s) | verifyAuditChain in process (pages), status ${v.status} | ${v.record_count} records | ${db}`);
+      b.print(`${fmt(peakRssMb(process.pid))} MB | peak RSS of the bench process (PGlite in process; ${fmt(heap0 / 2 ** 20)} MB before verify) | ${v.record_count} records | ${db}`);
+    }
+
+    // The writer alone: 64 concurrent appenders, group commit vs one record per statement.
+    for (const [label, opts] of [
+      ['group commit', {}],
+      ['one record per statement', { maxBatch: 1, maxInFlight: 1 }],
+    ] as const) {
+      const w = new AuditWriter({ db: t.db, clock: systemClock, logger: memoryLogger() }, opts);
+      let i = 0;
+      const r = await closedLoop(64, 500, b.real ? 3000 : 2000, async () => {
+        const f = fields(i++, 0, new Date());
+        await w.append({
+          requestId: f.request_id,
+          agentId: f.agent_id,
+          taskType: f.task_type,
+          requestParams: f.request_params as Record<string, string> | null,
+          intentValid: f.intent_valid,
+          validationErrors: f.validation_errors,
+          contextBundleIds: f.context_bundle_ids,
+          contextScdIds: f.context_scd_ids,
+          processingTimeMs: f.processing_time_ms,
+          chainId: null,
+          parentRequestId: null,
+        });
+        return 'ok';
+      });
+      await w.drain();
+      b.print(`${fmt(r.perSecond)} records/s, p50 ${fmt(r.p50, 2)} ms, p99 ${fmt(r.p99, 2)} ms | audit writer alone, ${label}, 64 concurrent appenders | - | ${db}`);
+    }
+    const v = await verifyAuditChain({ db: t.db, clock: systemClock });
+    b.print(`audit chain after the writer runs: verify ${v.status} (${v.record_count} records)`);
+  } finally {
+    await t.close();
+  }
+}

@@ -1,0 +1,152 @@
+/**
+ * Context delivery benchmarks (benchmarks.md): audited `POST /api/context` per second with
+ * p50/p99 at 64 concurrent clients on W1 (role-scoped, ~10 KB) and W2 (whole deployment,
+ * ~55 KB), gRPC RequestContext on W1, and a bare node:http hello-world measured in the same
+ * run for the ratio. On PostgreSQL the server is a separate process (`src/main.ts api
+ * context-grpc`) on a fresh database holding the real corpus; on PGlite (no DATABASE_URL) a
+ * smaller in-process run, labelled so.
+ *
+ * After each run the audit records written are counted against the answers received, and
+ * the chain is verified: every audited answer must have its record.
+ */
+import { createClient } from '@connectrpc/connect';
+import { createGrpcTransport } from '@connectrpc/connect-node';
+import { randomUUID } from 'node:crypto';
+import type { Bench } from './run.js';
+import { closedLoop, cpuSeconds, fmt, httpCaller, startHelloWorld, type LoadResult } from './load-gen.js';
+import { ContextService } from '../gen/proto/context_pb.js';
+import { ADMIN_KEY, createTestDb, startTestStack, type TestDb } from '../test/harness.js';
+import { spawnApi } from '../test/audit/server-process.js';
+import { publishCorpus } from '../test/fixtures/corpus.js';
+import { verifyAuditChain } from '../src/api/audit/verify.js';
+import { systemClock } from '../src/shared/app-context.js';
+
+const CLIENTS = 64;
+
+type Call = (service: 'api', method: string, p: string, opts?: { body?: unknown; admin?: boolean; apiKey?: string }) => Promise<{ status: number; body: any }>;
+
+function caller(base: string): Call {
+  return async (_s, method, p, o = {}) => {
+    const headers: Record<string, string> = {};
+    if (o.admin) headers['x-admin-key'] = ADMIN_KEY;
+    if (o.apiKey) headers['x-api-key'] = o.apiKey;
+    if (o.body !== undefined) headers['content-type'] = 'application/json';
+    const r = await fetch(base + p, { method, headers, body: o.body === undefined ? undefined : JSON.stringify(o.body) });
+    const text = await r.text();
+    return { status: r.status, body: text ? JSON.parse(text) : undefined };
+  };
+}
+
+/** The benchmark agent (role:security, intent code_review) and its key. */
+async function benchAgent(call: Call): Promise<string> {
+  const agentId = `agent:bench-${randomUUID().slice(0, 8)}`;
+  const a = await call('api', 'POST', '/api/agents', { admin: true, body: { agent_id: agentId, name: 'Benchmark agent', role_id: 'role:security', allowed_intents: ['code_review'] } });
+  if (a.status !== 201) throw new Error(`create agent: ${a.status} ${JSON.stringify(a.body)}`);
+  const k = await call('api', 'POST', `/api/agents/${agentId}/api-keys`, { admin: true, body: {} });
+  if (k.status !== 201) throw new Error(`issue key: ${k.status}`);
+  return k.body.api_key;
+}
+
+function line(r: LoadResult, what: string, workload: string, db: string, ref: string, extra = ''): string {
+  return `${fmt(r.perSecond)} req/s, p50 ${fmt(r.p50, 2)} ms, p99 ${fmt(r.p99, 2)} ms | ${what} | ${workload} | ${db} | ${CLIENTS} clients | ${ref}${extra}`;
+}
+
+async function auditCheck(b: Bench, db: TestDb['db'], before: number, answered: number, label: string): Promise<void> {
+  const [r] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM agent_context_requests');
+  const v = await verifyAuditChain({ db, clock: systemClock });
+  b.print(`audit ${label}: ${Number(r!.n) - before} new records for ${answered} answers; verify ${v.status} (${v.record_count} records)`);
+}
+
+async function count(db: TestDb['db']): Promise<number> {
+  const [r] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM agent_context_requests');
+  return Number(r!.n);
+}
+
+export default async function contextBench(b: Bench): Promise<void> {
+  const hello = await startHelloWorld();
+  const helloRun = async (ms: number) => closedLoop(CLIENTS, 1000, ms, httpCaller(hello.url, '/', { method: 'GET', sockets: CLIENTS }));
+  try {
+    if (b.real) await realRun(b, helloRun);
+    else await embeddedRun(b, helloRun);
+  } finally {
+    hello.stop();
+  }
+}
+
+async function realRun(b: Bench, helloRun: (ms: number) => Promise<LoadResult>): Promise<void> {
+  const DURATION = Number(process.env.BENCH_CONTEXT_MS ?? 8000);
+  const helloBefore = await helloRun(DURATION / 2);
+  b.print(`${fmt(helloBefore.perSecond)} req/s, p50 ${fmt(helloBefore.p50, 2)} ms, p99 ${fmt(helloBefore.p99, 2)} ms | bare node:http hello-world (reference) | - | - | ${CLIENTS} clients`);
+  for (const workload of ['W1', 'W2'] as const) {
+    const testDb = await createTestDb();
+    const proc = await spawnApi(testDb.appUrl!, randomUUID(), { DATABASE_MIGRATION_URL: testDb.ownerUrl!, LOG_LEVEL: 'error' }, ['api', 'context-grpc']);
+    try {
+      const call = caller(proc.url);
+      await publishCorpus(call, { workload });
+      const apiKey = await benchAgent(call);
+      const body = JSON.stringify({ task_type: 'code_review' });
+      const rest = httpCaller(proc.url, '/api/context', { body, headers: { 'x-api-key': apiKey }, sockets: CLIENTS });
+      const probe = await caller(proc.url)('api', 'POST', '/api/context', { apiKey, body: { task_type: 'code_review' } });
+      const size = Buffer.byteLength(JSON.stringify(probe.body));
+      const before = await count(testDb.db);
+      const cpu0 = cpuSeconds(proc.child.pid!);
+      let answered = 0;
+      const r = await closedLoop(CLIENTS, 2000, DURATION, async () => {
+        const s = await rest();
+        answered++;
+        return s;
+      });
+      const cpuPerReq = ((cpuSeconds(proc.child.pid!) - cpu0) / answered) * 1e6;
+      const ratio = r.perSecond / helloBefore.perSecond;
+      b.print(line(r, `REST audited POST /api/context (${probe.body.scd_ids.length} SCDs, ${(size / 1024).toFixed(1)} KB)`, workload, 'PostgreSQL', `hello-world ratio ${ratio.toFixed(3)}`, `; server CPU ${fmt(cpuPerReq)} µs/request; statuses ${JSON.stringify(r.statuses)}`));
+      await auditCheck(b, testDb.db, before, answered, `${workload} REST`);
+
+      if (workload === 'W1') {
+        const transport = createGrpcTransport({ baseUrl: proc.grpcUrl! });
+        const client = createClient(ContextService, transport);
+        const g0 = await count(testDb.db);
+        let gAnswered = 0;
+        const g = await closedLoop(CLIENTS, 2000, DURATION, async () => {
+          const res = await client.requestContext({ apiKey, taskType: 'code_review' });
+          gAnswered++;
+          return res.success ? 'ok' : res.errorCode;
+        });
+        b.print(line(g, 'gRPC RequestContext', workload, 'PostgreSQL', `REST W1 ${fmt(r.perSecond)} req/s, ratio ${(g.perSecond / r.perSecond).toFixed(2)}`, `; outcomes ${JSON.stringify(g.statuses)}`));
+        await auditCheck(b, testDb.db, g0, gAnswered, `${workload} gRPC`);
+      }
+    } finally {
+      await proc.stop();
+      await testDb.close();
+    }
+  }
+  const helloAfter = await helloRun(DURATION / 2);
+  b.print(`${fmt(helloAfter.perSecond)} req/s | bare node:http hello-world again, after the runs (drift check) | - | - | ${CLIENTS} clients`);
+}
+
+/** PGlite: the same paths in one process, smaller; figures are not the targets. */
+async function embeddedRun(b: Bench, helloRun: (ms: number) => Promise<LoadResult>): Promise<void> {
+  const DURATION = 3000;
+  const hello = await helloRun(DURATION);
+  b.print(`${fmt(hello.perSecond)} req/s | bare node:http hello-world (reference) | - | - | ${CLIENTS} clients`);
+  const t = await startTestStack({ services: ['api', 'context-grpc'] });
+  try {
+    const call = caller(t.url('api'));
+    await publishCorpus(call, { workload: 'W1' });
+    const apiKey = await benchAgent(call);
+    const before = await count(t.testDb.db);
+    let answered = 0;
+    const rest = httpCaller(t.url('api'), '/api/context', { body: JSON.stringify({ task_type: 'code_review' }), headers: { 'x-api-key': apiKey }, sockets: CLIENTS });
+    const r = await closedLoop(CLIENTS, 1000, DURATION, async () => {
+      const s = await rest();
+      answered++;
+      return s;
+    });
+    b.print(line(r, 'REST audited POST /api/context (server and load in one process)', 'W1', 'PGlite', `hello-world ratio ${(r.perSecond / hello.perSecond).toFixed(3)}`));
+    await auditCheck(b, t.testDb.db, before, answered, 'W1 REST');
+    const client = createClient(ContextService, createGrpcTransport({ baseUrl: t.url('context-grpc') }));
+    const g = await closedLoop(CLIENTS, 1000, DURATION, async () => ((await client.requestContext({ apiKey, taskType: 'code_review' })).success ? 'ok' : 'refused'));
+    b.print(line(g, 'gRPC RequestContext (server and load in one process)', 'W1', 'PGlite', `REST W1 ratio ${(g.perSecond / r.perSecond).toFixed(2)}`));
+  } finally {
+    await t.close();
+  }
+}

@@ -1,0 +1,131 @@
+/**
+ * Spawns the real server (`tsx src/main.ts api`) as a separate OS process against a test
+ * database, and a small load generator for it: what the multi-process and crash tests of
+ * the audit chain need.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ADMIN_KEY, JWT_SECRET } from '../harness.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface ServerProcess {
+  url: string;
+  /** The gRPC context service's address (when started with 'context-grpc'). */
+  grpcUrl: string | null;
+  child: ChildProcess;
+  output(): string;
+  /** SIGTERM and wait for exit. */
+  stop(): Promise<void>;
+  kill(signal: NodeJS.Signals): Promise<void>;
+}
+
+/** Starts `src/main.ts api` (and `services`) against `databaseUrl` (svc_app) and waits until /health answers. */
+export async function spawnApi(databaseUrl: string, deploymentId: string, extraEnv: Record<string, string> = {}, services: string[] = ['api']): Promise<ServerProcess> {
+  const port = await freePort();
+  const grpcPort = services.includes('context-grpc') ? await freePort() : 0;
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-proc-'));
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '/tmp',
+    DATABASE_URL: databaseUrl,
+    DB_PASSWORD: 'test-password-unused-under-trust',
+    ADMIN_API_KEY: ADMIN_KEY,
+    JWT_SECRET,
+    DEPLOYMENT_ID: deploymentId,
+    API_PORT: String(port),
+    CONTEXT_GRPC_PORT: String(grpcPort),
+    SVC_DATA_DIR: dataDir,
+    LOG_LEVEL: 'warn',
+    ...extraEnv,
+  };
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...services], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  const url = `http://127.0.0.1:${port}`;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`server exited early (${child.exitCode}): ${out}`);
+    try {
+      const r = await fetch(`${url}/health`);
+      if (r.ok) break;
+    } catch {
+      /* not listening yet */
+    }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`server did not start: ${out}`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  const kill = async (signal: NodeJS.Signals) => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    await exited;
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  };
+  return { url, grpcUrl: grpcPort ? `http://127.0.0.1:${grpcPort}` : null, child, output: () => out, stop: () => kill('SIGTERM'), kill };
+}
+
+export interface Answer {
+  status: number;
+  requestId: string | null;
+}
+
+export interface LoadOptions {
+  clients: number;
+  /** Stop after this many requests in total (all clients together)... */
+  total?: number;
+  /** ...or when this returns true. */
+  stop?: () => boolean;
+  /** Request i: its API key and body. */
+  request(i: number): { apiKey?: string; body: unknown };
+}
+
+/**
+ * `clients` concurrent loops of POST /api/context. Answers (any HTTP status) are collected
+ * with the request_id they carried; a request that got no answer (connection reset) is
+ * counted in `failed`.
+ */
+export async function loadContext(url: string, opts: LoadOptions): Promise<{ answers: Answer[]; failed: number }> {
+  const answers: Answer[] = [];
+  let failed = 0;
+  let next = 0;
+  const more = () => (opts.total === undefined || next < opts.total) && !(opts.stop?.() ?? false);
+  await Promise.all(
+    Array.from({ length: opts.clients }, async () => {
+      while (more()) {
+        const { apiKey, body } = opts.request(next++);
+        try {
+          const r = await fetch(`${url}/api/context`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', ...(apiKey ? { 'x-api-key': apiKey } : {}) },
+            body: JSON.stringify(body),
+          });
+          const j = (await r.json()) as { request_id?: string };
+          answers.push({ status: r.status, requestId: j.request_id ?? null });
+        } catch {
+          failed++;
+          if (opts.total === undefined) await new Promise((r) => setTimeout(r, 20));
+        }
+      }
+    }),
+  );
+  return { answers, failed };
+}
