@@ -22,7 +22,7 @@ interface Bench {
 const SELF = fileURLToPath(import.meta.url);
 const PER_LINE = 50;
 const BIG = 1_000_000;
-const SMALL = 250_000;
+const SMALL = 100_000;
 
 const s = (k: string, v: string) => `{"key":"${k}","value":{"stringValue":"${v}"}}`;
 const iv = (k: string, v: number) => `{"key":"${k}","value":{"intValue":"${v}"}}`;
@@ -93,20 +93,17 @@ async function worker(file: string, db: string, inThread: boolean): Promise<void
   const { processOtlpLine } = await import('../src/collector/otlp/lines.js');
   const { codeCli } = await import('../src/collector/code-cli/definition.js');
   const { createLogger } = await import('../src/shared/logger.js');
-  const { workerProcessor } = await import('../src/collector/tail/processor.js');
+  const { ParsePool, poolProcessor } = await import('../src/collector/tail/processor.js');
   const logger = createLogger({ level: 'warn' });
   const store = new CollectorStore(db);
   store.registerSource(codeCli.profile.sourceId, codeCli.description, codeCli.coverage);
   const redactor = new Redactor(SECRET);
-  const processor = inThread
-    ? undefined
-    : workerProcessor({
-        sourceId: codeCli.profile.sourceId,
-        hmacSecret: SECRET,
-        logger,
-        fallback: (line, rows, counters, now) => processOtlpLine(line, { profile: codeCli.profile, redactor, now }, rows, counters),
-      });
-  await processor?.process([], new Date().toISOString()); // start the worker outside the timed part
+  // As the service runs it: parsing threads shared by the file collectors, pipelined commits.
+  const pool = inThread ? null : new ParsePool({ size: Math.min(2, os.availableParallelism()), hmacSecret: SECRET, logger });
+  await pool?.warm(); // start the threads outside the timed part
+  const processor = pool
+    ? poolProcessor(pool, codeCli.profile.sourceId, (line, rows, counters, now) => processOtlpLine(line, { profile: codeCli.profile, redactor, now }, rows, counters))
+    : undefined;
   const rssBefore = process.memoryUsage().rss;
   const tailer = new FileTailer({
     sourceId: codeCli.profile.sourceId,
@@ -116,6 +113,7 @@ async function worker(file: string, db: string, inThread: boolean): Promise<void
     clock: { now: () => new Date() },
     intervalMs: 1000,
     processor,
+    pipelineDepth: 3,
     processLine: (line, rows, counters, now) => processOtlpLine(line, { profile: codeCli.profile, redactor, now }, rows, counters),
   });
   let peak = 0;
@@ -124,6 +122,7 @@ async function worker(file: string, db: string, inThread: boolean): Promise<void
   const cpu0 = process.cpuUsage();
   await tailer.tick();
   await tailer.stop();
+  await pool?.close();
   const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
   const cpu = process.cpuUsage(cpu0);
   const cpuSeconds = (cpu.user + cpu.system) / 1e6;
@@ -179,13 +178,16 @@ export default async function collectorBench(b: Bench): Promise<void> {
       b.print(
         `${rate} events/s | collector ingest | ${r.events} OTLP log events in one file (${mb(bytes)} MB), coding-CLI collector, redaction on | ${label} | target >= 50000/s | ${rate >= 50_000 ? 'MET' : 'NOT MET'}`,
       );
+      b.print(
+        `${Math.round(r.events / r.cpuSeconds)} events per CPU-second | collector ingest CPU cost (main thread + parsing worker) | the same file | ${label} | load average during the run ${os.loadavg()[0].toFixed(1)} on ${os.cpus().length} cores`,
+      );
       b.print(`${mb(r.peakRss)} MB | collector ingest peak RSS | the same ${r.events}-event file | ${label} | (process RSS before ingest ${mb(r.rssBefore)} MB)`);
       b.print(`${r.statsMs.toFixed(0)} ms | GET /api/activity/stats query | over ${r.events} rows | ${label} | -`);
       b.print(`${r.listMs.toFixed(1)} ms | GET /api/activity/observed?limit=500 query | over ${r.events} rows | ${label} | -`);
     }
     const ratio = results[BIG].peakRss / results[SMALL].peakRss;
     b.print(
-      `${ratio.toFixed(2)} ratio | collector peak RSS, ${BIG} vs ${SMALL} events (file 4x larger) | ${label} | target: flat (about 1.0) | ${ratio < 1.25 ? 'MET' : 'NOT MET'}`,
+      `${ratio.toFixed(2)} ratio | collector peak RSS, ${BIG} vs ${SMALL} events (file 10x larger) | ${label} | target: flat (about 1.0) | ${ratio < 1.25 ? 'MET' : 'NOT MET'}`,
     );
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });

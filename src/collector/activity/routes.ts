@@ -3,6 +3,7 @@
  * each collector runs only when its input is configured (a file for the two tailers, a base
  * URL and a key for the chat poller) and registers its activity_sources row as it starts.
  */
+import os from 'node:os';
 import type { AppContext } from '../../shared/app-context.js';
 import type { RouteModule } from '../../shared/service.js';
 import { codeCli } from '../code-cli/definition.js';
@@ -10,6 +11,7 @@ import { cowork } from '../cowork/definition.js';
 import { ChatPoller } from '../chat/poller.js';
 import { createOtlpCollector } from '../otlp/collector.js';
 import { collectorRedactor, collectorStore } from '../store/context.js';
+import { ParsePool } from '../tail/processor.js';
 import { getActivitySourceCoverage, getActivityStats, listActivitySources, listObservedActivity } from './service.js';
 
 /** Starts the configured collectors; returns their stop function. */
@@ -22,12 +24,14 @@ export async function startCollectors(ctx: AppContext): Promise<() => Promise<vo
     log.warn('COLLECTOR_HMAC_SECRET is not set: e-mail and IP addresses are replaced by [redacted] instead of keyed hashes (masked, but no longer correlatable)');
   }
   const stops: Array<() => Promise<void>> = [];
+  // Two parsing threads shared by the file collectors (started at their first batch).
+  const pool = new ParsePool({ size: Math.min(2, os.availableParallelism()), hmacSecret: cfg.hmacSecret, logger: log });
   for (const [def, file] of [
     [cowork, cfg.coworkFile],
     [codeCli, cfg.codeCliFile],
   ] as const) {
     if (!file) continue;
-    const tailer = createOtlpCollector(ctx, store, redactor, def, file);
+    const tailer = createOtlpCollector(ctx, store, redactor, pool, def, file);
     tailer.start();
     stops.push(() => tailer.stop());
     log.info('collector started', { source_id: def.profile.sourceId, file });
@@ -51,6 +55,7 @@ export async function startCollectors(ctx: AppContext): Promise<() => Promise<vo
   }
   return async () => {
     await Promise.all(stops.map((s) => s()));
+    await pool.close();
   };
 }
 

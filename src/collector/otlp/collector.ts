@@ -3,7 +3,7 @@ import type { AppContext } from '../../shared/app-context.js';
 import type { Redactor } from '../redact/redactor.js';
 import type { CollectorStore, CoverageManifest } from '../store/store.js';
 import { FileTailer } from '../tail/tailer.js';
-import { workerProcessor } from '../tail/processor.js';
+import { poolProcessor, type ParsePool } from '../tail/processor.js';
 import type { OtlpProfile } from './events.js';
 import { processOtlpLine } from './lines.js';
 
@@ -14,7 +14,7 @@ export interface OtlpCollectorDef {
 }
 
 /** Registers the source (with its manifest) and returns its tailer, not yet started. */
-export function createOtlpCollector(ctx: AppContext, store: CollectorStore, redactor: Redactor, def: OtlpCollectorDef, file: string): FileTailer {
+export function createOtlpCollector(ctx: AppContext, store: CollectorStore, redactor: Redactor, pool: ParsePool, def: OtlpCollectorDef, file: string): FileTailer {
   store.registerSource(def.profile.sourceId, def.description, def.coverage);
   return new FileTailer({
     sourceId: def.profile.sourceId,
@@ -23,12 +23,10 @@ export function createOtlpCollector(ctx: AppContext, store: CollectorStore, reda
     logger: ctx.logger.child({ collector: def.profile.sourceId }),
     clock: ctx.clock,
     intervalMs: ctx.config.collector.tailIntervalMs,
-    // Parsing, typing and redaction run in a worker thread, overlapping the SQLite commits.
-    processor: workerProcessor({
-      sourceId: def.profile.sourceId,
-      hmacSecret: ctx.config.collector.hmacSecret,
-      logger: ctx.logger.child({ collector: def.profile.sourceId }),
-      fallback: (line, rows, counters, now) => processOtlpLine(line, { profile: def.profile, redactor, now }, rows, counters),
-    }),
+    // Parsing, typing and redaction run in worker threads, overlapping the SQLite commits.
+    processor: poolProcessor(pool, def.profile.sourceId, (line, rows, counters, now) =>
+      processOtlpLine(line, { profile: def.profile, redactor, now }, rows, counters),
+    ),
+    pipelineDepth: 3,
   });
 }

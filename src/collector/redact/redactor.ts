@@ -89,14 +89,15 @@ export class Redactor {
         return this.maskEmail(m);
       });
     }
-    if (!isVersion && s.length >= 7 && s.indexOf('.') >= 0) {
+    // Cheap prechecks first: an IPv4 address needs three dots; an IPv6 one needs `::` or
+    // seven colons (a timestamp's two colons never run the pattern).
+    if (!isVersion && s.length >= 7 && hasAtLeast(s, '.', 3)) {
       s = s.replace(IPV4_RE, (m) => {
         this.found++;
         return this.mask(m);
       });
     }
-    const colon = s.indexOf(':');
-    if (colon >= 0 && s.indexOf(':', colon + 1) >= 0) {
+    if (s.indexOf('::') >= 0 || hasAtLeast(s, ':', 7)) {
       s = s.replace(IPV6_CANDIDATE_RE, (m) => {
         if (m.length < 3 || net.isIP(m) !== 6 || (!/\d/.test(m) && m.length < 6)) return m;
         this.found++;
@@ -205,7 +206,28 @@ interface KeyInfo {
   version: boolean;
 }
 
+/** Does `s` contain `ch` at least `n` times? (native indexOf: no per-character loop in JS) */
+function hasAtLeast(s: string, ch: string, n: number): boolean {
+  let i = -1;
+  while (n-- > 0) {
+    i = s.indexOf(ch, i + 1);
+    if (i < 0) return false;
+  }
+  return true;
+}
+
+const keysColumnCache = new Map<string, string>();
+
 /** Sorted JSON array text of the masked keys, or null when nothing was masked. */
 export function maskedKeysColumn(keys: Set<string>): string | null {
-  return keys.size ? JSON.stringify([...keys].sort()) : null;
+  if (!keys.size) return null;
+  const sorted = [...keys].sort();
+  const k = sorted.join('\n');
+  let out = keysColumnCache.get(k);
+  if (out === undefined) {
+    out = JSON.stringify(sorted);
+    if (keysColumnCache.size >= 1000) keysColumnCache.clear();
+    keysColumnCache.set(k, out);
+  }
+  return out;
 }

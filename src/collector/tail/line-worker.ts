@@ -1,7 +1,7 @@
 /**
  * Worker-thread entry of the OTLP collectors: parses, types and redacts batches of lines
- * for one source (workerData: sourceId, hmacSecret) and posts back packed rows. It holds
- * no state between batches and never touches the store.
+ * (each message names its source; workerData carries the HMAC secret) and posts back
+ * packed rows. It holds no state between batches and never touches the store.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { codeCli } from '../code-cli/definition.js';
@@ -10,13 +10,15 @@ import { processOtlpLine } from '../otlp/lines.js';
 import { Redactor } from '../redact/redactor.js';
 import { processBatch } from './processor.js';
 
-const data = workerData as { sourceId: string; hmacSecret: string | null };
-const def = data.sourceId === cowork.profile.sourceId ? cowork : codeCli;
+const data = workerData as { hmacSecret: string | null };
 const redactor = new Redactor(data.hmacSecret);
+const DEFS = { [cowork.profile.sourceId]: cowork, [codeCli.profile.sourceId]: codeCli } as Record<string, typeof cowork>;
 const port = parentPort!;
 
-port.on('message', (m: { id: number; lines: string[]; now: string }) => {
+port.on('message', (m: { id: number; sourceId: string; lines: string[]; now: string }) => {
   try {
+    const def = DEFS[m.sourceId];
+    if (!def) throw new Error(`no OTLP collector ${m.sourceId}`);
     const result = processBatch((line, rows, counters, now) => processOtlpLine(line, { profile: def.profile, redactor, now }, rows, counters), m.lines, m.now);
     port.postMessage({ id: m.id, result });
   } catch (e) {

@@ -5,7 +5,7 @@ import { codeCli } from '../code-cli/definition.js';
 import { cowork } from '../cowork/definition.js';
 import { processOtlpLine } from '../otlp/lines.js';
 import { Redactor } from '../redact/redactor.js';
-import { inThreadProcessor, workerProcessor } from './processor.js';
+import { inThreadProcessor, ParsePool, poolProcessor } from './processor.js';
 
 const NOW = '2030-01-01T00:00:00.000Z';
 
@@ -18,17 +18,32 @@ describe('line processors', () => {
     const fallback = (line: string, rows: any[], counters: any, now: string) => processOtlpLine(line, { profile: def.profile, redactor: new Redactor('s3cret'), now }, rows, counters);
     const here = await inThreadProcessor(fallback).process(lines, NOW);
     const logger = memoryLogger();
-    const w = workerProcessor({ sourceId: def.profile.sourceId, hmacSecret: 's3cret', logger, fallback: () => { throw new Error('fallback used'); } });
+    const pool = new ParsePool({ size: 2, hmacSecret: 's3cret', logger });
+    const w = poolProcessor(pool, def.profile.sourceId, () => {
+      throw new Error('fallback used');
+    });
     try {
       const there = await w.process(lines, NOW);
       expect(there).toEqual(here);
       expect(here.rows.length).toBeGreaterThan(5);
       expect(logger.lines.filter((l) => l.includes('worker'))).toEqual([]);
-      // Batches are independent and answered in order.
-      const [a, b] = await Promise.all([w.process(lines.slice(0, 1), NOW), w.process(lines.slice(1), NOW)]);
-      expect([...a.rows, ...b.rows]).toEqual(here.rows);
+      // Batches are independent, spread over the threads, and each answered as its own.
+      const parts = await Promise.all(lines.map((l) => w.process([l], NOW)));
+      expect(parts.flatMap((p) => p.rows)).toEqual(here.rows);
     } finally {
-      await w.close();
+      await pool.close();
     }
+  });
+});
+
+describe('a pool with no thread left', () => {
+  it('falls back to parsing in the main thread', async () => {
+    const pool = new ParsePool({ size: 1, hmacSecret: null, logger: memoryLogger() });
+    await pool.close();
+    const p = poolProcessor(pool, codeCli.profile.sourceId, (line, rows, counters, now) =>
+      processOtlpLine(line, { profile: codeCli.profile, redactor: new Redactor(null), now }, rows, counters),
+    );
+    const r = await p.process(readFixture('code-cli.jsonl').split('\n'), NOW);
+    expect(r.rows).toHaveLength(11);
   });
 });

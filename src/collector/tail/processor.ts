@@ -42,14 +42,6 @@ export function inThreadProcessor(processLine: LineProcessor): LineBatchProcesso
   };
 }
 
-export interface WorkerProcessorOptions {
-  sourceId: SourceId;
-  hmacSecret: string | null;
-  logger: Logger;
-  /** Used when the worker cannot start (or dies): the same work in this thread. */
-  fallback: LineProcessor;
-}
-
 interface Pending {
   resolve(r: BatchResult): void;
   reject(e: Error): void;
@@ -57,72 +49,119 @@ interface Pending {
 
 const WORKER_ENTRY = new URL(`./line-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url).href;
 
-/**
- * A processor backed by one worker thread running `line-worker`. Under tsx (how the service
- * runs) the worker registers tsx's loader before importing the TypeScript entry.
- */
-export function workerProcessor(o: WorkerProcessorOptions): LineBatchProcessor {
-  let worker: Worker | null = null;
-  let ready: Promise<boolean> | null = null;
-  let broken = false;
-  let seq = 0;
-  const pending = new Map<number, Pending>();
+/** One parsing thread. Under tsx (how the service runs) it registers tsx's loader first. */
+class ParseWorker {
+  private worker: Worker | null = null;
+  private ready: Promise<boolean> | null = null;
+  private seq = 0;
+  readonly pending = new Map<number, Pending>();
+  broken = false;
 
-  const failAll = (e: Error) => {
-    for (const p of pending.values()) p.reject(e);
-    pending.clear();
-  };
+  constructor(
+    private readonly hmacSecret: string | null,
+    private readonly logger: Logger,
+  ) {}
 
-  const start = (): Promise<boolean> => {
-    ready ??= new Promise<boolean>((resolve) => {
+  start(): Promise<boolean> {
+    this.ready ??= new Promise<boolean>((resolve) => {
       const code = WORKER_ENTRY.endsWith('.ts')
         ? `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(WORKER_ENTRY)}); })`
         : `import(${JSON.stringify(WORKER_ENTRY)})`;
       let w: Worker;
       try {
-        w = new Worker(code, { eval: true, workerData: { sourceId: o.sourceId, hmacSecret: o.hmacSecret } });
+        w = new Worker(code, { eval: true, workerData: { hmacSecret: this.hmacSecret } });
       } catch (e) {
-        o.logger.warn('collector: parsing worker unavailable; parsing in the main thread', { error: (e as Error).message });
-        broken = true;
+        this.fail(e as Error);
         return resolve(false);
       }
-      worker = w;
+      this.worker = w;
       w.on('message', (m: { ready?: boolean; id?: number; result?: BatchResult; error?: string }) => {
         if (m.ready) return resolve(true);
-        const p = m.id === undefined ? undefined : pending.get(m.id);
+        const p = m.id === undefined ? undefined : this.pending.get(m.id);
         if (!p) return;
-        pending.delete(m.id!);
+        this.pending.delete(m.id!);
         if (m.result) p.resolve(m.result);
         else p.reject(new Error(m.error ?? 'worker failed'));
       });
       w.on('error', (e) => {
-        o.logger.warn('collector: parsing worker failed; parsing in the main thread from now on', { error: e.message });
-        broken = true;
-        failAll(e);
+        this.fail(e);
         resolve(false);
       });
       w.on('exit', () => {
-        worker = null;
-        if (pending.size) failAll(new Error('parsing worker exited'));
+        this.worker = null;
+        this.failPending(new Error('parsing worker exited'));
       });
     });
-    return ready;
-  };
+    return this.ready;
+  }
 
+  private fail(e: Error) {
+    if (!this.broken) this.logger.warn('collector: parsing worker unavailable; parsing in the main thread instead', { error: e.message });
+    this.broken = true;
+    this.failPending(e);
+  }
+
+  private failPending(e: Error) {
+    for (const p of this.pending.values()) p.reject(e);
+    this.pending.clear();
+  }
+
+  async process(sourceId: SourceId, lines: string[], now: string): Promise<BatchResult | null> {
+    if (this.broken || !(await this.start()) || !this.worker) return null;
+    const id = ++this.seq;
+    return new Promise<BatchResult>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      this.worker!.postMessage({ id, sourceId, lines, now });
+    });
+  }
+
+  async close(): Promise<void> {
+    const w = this.worker;
+    this.worker = null;
+    this.broken = true;
+    if (w) await w.terminate();
+    this.failPending(new Error('parsing pool closed'));
+  }
+}
+
+/**
+ * Parsing threads shared by the OTLP collectors: a batch goes to the least busy thread.
+ * Batches are independent, and the tailer commits them in the order it dispatched them,
+ * so more threads never change what is stored or in which transaction.
+ */
+export class ParsePool {
+  private readonly workers: ParseWorker[];
+
+  constructor(opts: { size: number; hmacSecret: string | null; logger: Logger }) {
+    this.workers = Array.from({ length: Math.max(1, opts.size) }, () => new ParseWorker(opts.hmacSecret, opts.logger));
+  }
+
+  /** Starts the threads now (otherwise at the first batch). */
+  async warm(): Promise<void> {
+    await Promise.all(this.workers.map((w) => w.start()));
+  }
+
+  /** The batch's result, or null when no thread is available (the caller parses itself). */
+  process(sourceId: SourceId, lines: string[], now: string): Promise<BatchResult | null> {
+    const live = this.workers.filter((w) => !w.broken);
+    if (!live.length) return Promise.resolve(null);
+    let best = live[0];
+    for (const w of live) if (w.pending.size < best.pending.size) best = w;
+    return best.process(sourceId, lines, now);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.workers.map((w) => w.close()));
+  }
+}
+
+/** A tailer's processor on a shared pool; `fallback` does the same work here when it must. */
+export function poolProcessor(pool: ParsePool, sourceId: SourceId, fallback: LineProcessor): LineBatchProcessor {
   return {
     async process(lines, now) {
-      if (broken || !(await start()) || !worker) return processBatch(o.fallback, lines, now);
-      const id = ++seq;
-      return new Promise<BatchResult>((resolve, reject) => {
-        pending.set(id, { resolve, reject });
-        worker!.postMessage({ id, lines, now });
-      });
+      return (await pool.process(sourceId, lines, now)) ?? processBatch(fallback, lines, now);
     },
-    async close() {
-      const w = worker;
-      worker = null;
-      if (w) await w.terminate();
-      failAll(new Error('processor closed'));
-    },
+    // The pool belongs to its owner (the collector service), not to one tailer.
+    close: async () => {},
   };
 }
