@@ -38,5 +38,7 @@ export interface RouteModule {
   handlers: Handlers<AppContext>;
   validationFail?: Record<string, ValidationFailHandler<AppContext>>;
   internalError?: Record<string, (req: RequestInfo, ctx: AppContext, requestId: string) => HandlerResult>;
+  /** Answers a body over the size limit for one operation (instead of the generic 413). */
+  payloadTooLarge?: Record<string, (req: RequestInfo, ctx: AppContext) => Promise<HandlerResult> | HandlerResult>;
   start?: ServiceBase['start'];
 }

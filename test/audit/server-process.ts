@@ -60,7 +60,8 @@ export async function spawnApi(databaseUrl: string, deploymentId: string, extraE
   child.stderr!.on('data', (d) => (out += d));
   const url = `http://127.0.0.1:${port}`;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const deadline = Date.now() + 60_000;
+  // Generous: on a loaded machine tsx and the contract's validators take a while.
+  const deadline = Date.now() + 150_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`server exited early (${child.exitCode}): ${out}`);
     try {
@@ -94,6 +95,8 @@ export interface LoadOptions {
   total?: number;
   /** ...or when this returns true. */
   stop?: () => boolean;
+  /** Called for every answer received. */
+  onAnswer?(a: Answer): void;
   /** Request i: its API key and body. */
   request(i: number): { apiKey?: string; body: unknown };
 }
@@ -119,7 +122,9 @@ export async function loadContext(url: string, opts: LoadOptions): Promise<{ ans
             body: JSON.stringify(body),
           });
           const j = (await r.json()) as { request_id?: string };
-          answers.push({ status: r.status, requestId: j.request_id ?? null });
+          const a = { status: r.status, requestId: j.request_id ?? null };
+          answers.push(a);
+          opts.onAnswer?.(a);
         } catch {
           failed++;
           if (opts.total === undefined) await new Promise((r) => setTimeout(r, 20));

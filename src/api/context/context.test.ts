@@ -131,6 +131,17 @@ describe('POST /api/context', () => {
     expect(r.body.error_code).toBe('AUTH_FAILED');
   });
 
+  it('answers a body over 16 MiB with 413 VALIDATION_ERROR (401 without a key), recorded', async () => {
+    const big = JSON.stringify({ task_type: 'code_review', params: { x: 'y'.repeat(17 * 1024 * 1024) } });
+    const r = await ctxCall(big, key.api_key);
+    expect(r.status).toBe(413);
+    expect(r.body).toMatchObject({ success: false, error_code: 'VALIDATION_ERROR', request_id: expect.any(String) });
+    expect(await recordOf(r.body.request_id)).toMatchObject({ agent_id: agent.agent_id, task_type: '', intent_valid: false });
+    const anon = await ctxCall(big);
+    expect(anon.status).toBe(401);
+    expect(anon.body.error_code).toBe('AUTH_FAILED');
+  });
+
   it('applies overrides and restrictions (a restriction wins)', async () => {
     const security = corpus.concernScds.security!;
     const other = corpus.concernScds[Object.keys(corpus.concernScds).find((n) => n !== 'security')!]![0]!;

@@ -5,7 +5,7 @@
  * which still authenticates first and writes the audit record) and for an unexpected failure.
  */
 import type { AppContext } from '../../shared/app-context.js';
-import type { HandlerResult, RequestInfo, ValidationIssue } from '../../shared/http/openapi-app.js';
+import { BODY_LIMIT_BYTES, type HandlerResult, type RequestInfo, type ValidationIssue } from '../../shared/http/openapi-app.js';
 import type { RouteModule } from '../../shared/service.js';
 import type { SelectedContext } from '../graph/select.js';
 import { requestContext, type ContextErrorCode, type ContextOutcome } from './request-context.js';
@@ -42,12 +42,15 @@ function toResult(out: ContextOutcome, requestId: string): HandlerResult {
   return new Response(body, { status: 200, headers: { 'content-type': 'application/json; charset=utf-8', 'x-request-id': requestId } });
 }
 
-async function answer(req: RequestInfo, ctx: AppContext, issues: ValidationIssue[] | null): Promise<HandlerResult> {
+async function answer(req: RequestInfo, ctx: AppContext, issues: ValidationIssue[] | null, tooLarge = false): Promise<HandlerResult> {
   const startedAt = performance.now();
   try {
     // The edge's request id is the audit record's id: x-request-id and request_id agree.
     const out = await requestContext(ctx, { requestId: req.requestId, apiKey: req.headers['x-api-key'], body: req.body, issues, startedAt });
-    return toResult(out, req.requestId);
+    const result = toResult(out, req.requestId);
+    // A body over the limit was never read: 413 once the caller is known (401 before that).
+    if (tooLarge && !(result instanceof Response) && result.status === 400) return { ...result, status: 413 };
+    return result;
   } catch (e) {
     // The audit record could not be committed: no context leaves (fail closed).
     ctx.logger.error('context request failed', { request_id: req.requestId, error: e as Error });
@@ -65,5 +68,8 @@ export const routes: RouteModule = {
   },
   internalError: {
     requestContext: internalError,
+  },
+  payloadTooLarge: {
+    requestContext: (req, ctx) => answer(req, ctx, [{ path: '/body', rule: 'maxBodySize', message: `must NOT be larger than ${BODY_LIMIT_BYTES} bytes` }], true),
   },
 };

@@ -52,6 +52,8 @@ export interface OpenApiAppOptions<C> {
   validationFail?: Record<string, ValidationFailHandler<C>>;
   /** Called for an operation's unexpected error; answer with the operation's own error body. */
   internalError?: Record<string, (req: RequestInfo, ctx: C, requestId: string) => HandlerResult>;
+  /** Called instead of the generic 413 for one operation (the context API answers and audits its own). */
+  payloadTooLarge?: Record<string, (req: RequestInfo, ctx: C) => Promise<HandlerResult> | HandlerResult>;
 }
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest();
@@ -152,7 +154,19 @@ export async function createOpenApiApp<C>(opts: OpenApiAppOptions<C>): Promise<H
     '*',
     bodyLimit({
       maxSize: BODY_LIMIT_BYTES,
-      onError: (c) => c.json(new AppError('payload_too_large', `Request body exceeds ${BODY_LIMIT_BYTES} bytes`).toBody(), 413),
+      onError: async (c) => {
+        const raw = c.req.raw;
+        const url = new URL(raw.url);
+        const op = opts.payloadTooLarge ? safeMatch(api, raw.method, url.pathname) : undefined;
+        const special = op ? opts.payloadTooLarge?.[op.operationId!] : undefined;
+        if (!special) return c.json(new AppError('payload_too_large', `Request body exceeds ${BODY_LIMIT_BYTES} bytes`).toBody(), 413);
+        const headers: Record<string, string> = {};
+        raw.headers.forEach((v, k) => (headers[k] = v));
+        const requestId = randomUUID();
+        const r = await special({ requestId, method: raw.method, path: url.pathname, params: {}, query: {}, headers, body: undefined, raw }, ctx);
+        if (r instanceof Response) return r;
+        return new Response(JSON.stringify(r.body), { status: r.status, headers: { 'content-type': 'application/json; charset=utf-8', 'x-request-id': requestId, ...(r.headers ?? {}) } });
+      },
     }),
   );
   app.all('*', async (c) => {

@@ -22,7 +22,7 @@ export function httpService(opts: {
   modules: RouteModule[];
 }): HttpServiceDef {
   const spec = path.join(SPEC_DIR, opts.specFile);
-  const merged = <K extends 'handlers' | 'validationFail' | 'internalError'>(key: K) => {
+  const merged = <K extends 'handlers' | 'validationFail' | 'internalError' | 'payloadTooLarge'>(key: K) => {
     const out: Record<string, any> = {};
     for (const m of opts.modules) {
       for (const [k, v] of Object.entries(m[key] ?? {})) {
@@ -45,6 +45,7 @@ export function httpService(opts: {
         handlers: merged('handlers'),
         validationFail: merged('validationFail'),
         internalError: merged('internalError'),
+        payloadTooLarge: merged('payloadTooLarge'),
         ctx,
         logger: ctx.logger.child({ service: opts.name }),
         adminKey: ctx.config.adminApiKey,
