@@ -149,12 +149,18 @@ export interface components {
         SourceId: "vendor-enterprise-cowork" | "vendor-code-cli" | "vendor-enterprise-chat";
         /** @description One row of observed_activity_log. Nullable columns are present with null. */
         ObservedActivity: {
-            /** @description Deterministic id of the event (a replay inserts nothing twice). */
+            /**
+             * @description Deterministic id of the event, so that a replay inserts nothing twice: for the
+             *     file collectors, a hash of the source and the export line followed by the
+             *     record's place in the line; for the chat collector, the activity id.
+             */
             event_id: string;
             source_id: components["schemas"]["SourceId"];
             /**
              * Format: date-time
-             * @description The event's own timestamp, ISO 8601 UTC.
+             * @description The event's own timestamp, ISO 8601 UTC with milliseconds (OTLP `timeUnixNano`,
+             *     else `observedTimeUnixNano`, else the `event.timestamp` attribute; the feed's
+             *     `created_at`). A record carrying no time at all gets its ingestion time.
              */
             observed_at: string;
             /** @description The service identifier (UUID v4) where applicable. */
@@ -164,7 +170,13 @@ export interface components {
             actor_identity: string | null;
             /** @description Raw or inferred source event name. */
             event_name: string;
-            /** @enum {string} */
+            /**
+             * @description By the last dotted part of the event name: user_prompt is prompt, tool_result
+             *     tool_call (mcp_call for an MCP tool), api_request model_call, api_error error,
+             *     tool_decision approval; the cowork collector then tries attribute patterns.
+             *     Chat feed activities are error for `*_failed` types, else unknown.
+             * @enum {string}
+             */
             event_type: "prompt" | "tool_call" | "mcp_call" | "model_call" | "approval" | "error" | "unknown";
             tool_name: string | null;
             mcp_server_scope: string | null;
