@@ -65,12 +65,19 @@ export interface paths {
          *     5. Write the audit record and return.
          *
          *     Every request answered 200, 400, 401, 403 or 413 writes exactly one audit record
-         *     (`intent_valid` false and `validation_errors` set when rejected; `agent_id` null when
-         *     no agent was identified; `task_type` is the submitted string, or the empty string
-         *     when it is missing or not a string). The response is sent only after its audit
-         *     record is committed: if the audit write fails the answer is 500 `INTERNAL_ERROR` and
-         *     no context is returned (fail closed). `request_id` (UUID v4) is the audit record's
-         *     primary key and is returned in error bodies whenever a record was written.
+         *     (`intent_valid` false and `validation_errors` `{error_code, error_message, errors?}`
+         *     set when rejected; `agent_id` null when no agent was identified; `task_type` is the
+         *     submitted string, at most its first 1,024 characters, or the empty string when it is
+         *     missing or not a string; `request_params`, `chain_id` and `parent_request_id` are
+         *     kept when they are valid and null otherwise; NUL characters and lone surrogates in
+         *     stored text become U+FFFD, so that what is stored is exactly what is hashed). The
+         *     response is sent only after its audit record is committed: if the audit write fails
+         *     the answer is 500 `INTERNAL_ERROR` and no context is returned (fail closed); a
+         *     failure after the intent check (context selection) is also recorded
+         *     (`intent_valid` true, `validation_errors.error_code` `INTERNAL_ERROR`) and answered
+         *     500 with its `request_id`. `request_id` (UUID v4) is the audit record's primary key,
+         *     equals the response's `X-Request-Id` header, and is returned in error bodies
+         *     whenever a record was written.
          *
          *     `chain_id` and `parent_request_id` are stored as given for multi-agent chain
          *     tracing (`GET /api/audit/chain/{chain_id}`); `parent_request_id` is not required to
