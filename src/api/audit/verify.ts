@@ -74,8 +74,21 @@ function ns(s: string, ascii: boolean): string {
 /** JSON text of a nullable string. */
 const jsonText = (s: string | null) => (s === null ? 'null' : JSON.stringify(s));
 
-/** The canonical JSON of a jsonb column's text ('null' for SQL NULL). */
-const canonicalJsonb = (s: string | null) => (s === null ? 'null' : canonicalJson(JSON.parse(s)));
+/**
+ * The canonical JSON of a jsonb column's text ('null' for SQL NULL). Refusals repeat the same
+ * validation_errors text over and over: recent results are remembered (bounded).
+ */
+const jsonbMemo = new Map<string, string>();
+function canonicalJsonb(s: string | null): string {
+  if (s === null) return 'null';
+  let c = jsonbMemo.get(s);
+  if (c === undefined) {
+    c = canonicalJson(JSON.parse(s));
+    if (jsonbMemo.size >= 2048) jsonbMemo.clear();
+    if (s.length <= 4096) jsonbMemo.set(s, c);
+  }
+  return c;
+}
 
 /** Elements of a PostgreSQL array literal (text[] output): quoting, escapes and NULL. */
 export function parsePgTextArray(lit: string): Array<string | null> {
