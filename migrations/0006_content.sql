@@ -94,11 +94,14 @@ CREATE INDEX deployments_status_idx ON deployments (status);
 -- so a stale cache cannot outlive a missed broker message by more than one check period.
 -- Writers take its row lock first, which also serializes content writes (publish-time
 -- cycle detection and version conflicts see each other's committed rows).
+-- `bundles_version` moves only with the bundles table (publish, deactivate): a process's
+-- in-memory copy of the bundle headers (imports, types, activity) is exact while it holds.
 CREATE TABLE content_version (
-  singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
-  version   bigint NOT NULL
+  singleton       boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+  version         bigint NOT NULL,
+  bundles_version bigint NOT NULL DEFAULT 0
 );
-INSERT INTO content_version (singleton, version) VALUES (true, 0);
+INSERT INTO content_version (singleton, version, bundles_version) VALUES (true, 0, 0);
 
 GRANT SELECT, INSERT, UPDATE, DELETE ON bundles, bundle_scds, graph_nodes, graph_edges, tags, tag_history, deployments TO svc_app;
 GRANT SELECT, UPDATE ON content_version TO svc_app;

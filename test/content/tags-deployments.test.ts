@@ -6,6 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { TAG_UPDATES_CHANNEL } from '../../src/shared/broker.js';
 import { getTagContext } from '../../src/api/tags/tag-context.js';
+import { createDeployment } from '../../src/api/deployments/deployment-service.js';
+import { createAppContext } from '../../src/shared/app-context.js';
+import { createMemoryBroker } from '../../src/shared/broker.js';
+import { memoryLogger } from '../../src/shared/logger.js';
 import { startTestStack, type TestStack } from '../harness.js';
 import { bundle, concern, deploy, path, publish, uid } from './factories.js';
 
@@ -203,6 +207,25 @@ describe('deployments', () => {
     expect((await call('GET', `/api/deployments/${d1.deployment_id}`)).body.resolved_bundles[1]).toBe(`bundle:${name}:1.10.0`);
     const d2 = await deploy(t, [[String(dom.id), '1.0.0']]);
     expect(d2.resolved_bundles[1]).toBe(`bundle:${name}:2.0.0`);
+  });
+
+  it('another process deploying sees versions published since its last resolution (no stale header copy)', async () => {
+    const other = await createAppContext(t.config, { logger: memoryLogger(), db: t.testDb.db, broker: createMemoryBroker(), skipMigrations: true });
+    try {
+      const name = `x-${uid()}`;
+      await publish(t, concern(name, 1).body);
+      const dom = bundle(`bundle:d-${uid()}`, 'domain', { imports: [`bundle:${name}`] });
+      await publish(t, dom);
+      const d1 = await createDeployment(other, { project_bundles: [{ id: String(dom.id), version: '1.0.0' }] });
+      expect(d1.resolved_bundles[1]).toBe(`bundle:${name}:1.0.0`);
+      await publish(t, concern(name, 1, { version: '1.1.0', scds: [`scd:project:${name}-b`] }).body);
+      const d2 = await createDeployment(other, { project_bundles: [{ id: String(dom.id), version: '1.0.0' }] });
+      expect(d2.resolved_bundles[1]).toBe(`bundle:${name}:1.1.0`);
+      await call('DELETE', path(`bundle:${name}`, '1.0.0'));
+      await call('DELETE', path(`bundle:${name}`, '1.1.0')).then((r) => expect(r.status).toBe(409)); // deployed by d2
+    } finally {
+      await other.close();
+    }
   });
 
   it('a new deployment of the same bundle id supersedes the old one; other deployments stay active', async () => {

@@ -2,7 +2,7 @@
 import type { AppContext } from '../../shared/app-context.js';
 import { AppError } from '../../shared/errors.js';
 import type { components } from '../../../gen/openapi/control-plane.js';
-import { announceContentChange, bumpContentVersion } from '../graph/content-version.js';
+import { announceContentChange, bumpVersions } from '../graph/content-version.js';
 import { pinned } from '../graph/refs.js';
 
 type BundleList = components['schemas']['BundleList'];
@@ -86,7 +86,7 @@ export async function getBundleVersion(ctx: AppContext, id: string, version: str
 export async function deactivateBundleVersion(ctx: AppContext, id: string, version: string): Promise<void> {
   const ref = pinned(id, version);
   const changed = await ctx.db.tx(async (t) => {
-    const contentVersion = await bumpContentVersion(t);
+    const contentVersion = (await bumpVersions(t, true)).version;
     const [r] = await t.query<{ is_active: boolean }>('SELECT is_active FROM bundles WHERE bundle_id = $1 AND version = $2 FOR UPDATE', [id, version]);
     if (!r) throw new AppError('not_found', `Bundle ${id} version ${version} does not exist`);
     if (!r.is_active) return null;

@@ -7,7 +7,7 @@
 import type { AppContext } from '../../shared/app-context.js';
 import { AppError } from '../../shared/errors.js';
 import type { components } from '../../../gen/openapi/control-plane.js';
-import { announceContentChange, bumpContentVersion } from '../graph/content-version.js';
+import { announceContentChange, bumpVersions } from '../graph/content-version.js';
 import { pinned } from '../graph/refs.js';
 import { resolveClosure } from '../graph/resolve.js';
 import { removeGraph, writeGraph } from '../graph/write-graph.js';
@@ -20,7 +20,7 @@ export async function createBundle(ctx: AppContext, input: BundleCreate): Promis
   const ref = pinned(input.id, input.version);
   const isDraft = input.version === 'DRAFT';
   const { version: contentVersion, result } = await ctx.db.tx(async (t) => {
-    const contentVersion = await bumpContentVersion(t);
+    const contentVersion = (await bumpVersions(t, true)).version;
     const [existing] = await t.query<{ version: string }>('SELECT version FROM bundles WHERE bundle_id = $1 AND version = $2', [input.id, input.version]);
     if (existing && !isDraft) {
       throw new AppError('conflict', `Bundle ${input.id} version ${input.version} already exists; published versions are immutable (publish a new version)`, {

@@ -12,9 +12,9 @@ import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../../shared/app-context.js';
 import { AppError } from '../../shared/errors.js';
 import type { components } from '../../../gen/openapi/control-plane.js';
-import { announceContentChange, bumpContentVersion } from '../graph/content-version.js';
+import { announceContentChange, bumpVersions } from '../graph/content-version.js';
 import { pinned } from '../graph/refs.js';
-import { resolveClosure } from '../graph/resolve.js';
+import { headsAt, resolveInMemory } from '../graph/resolve.js';
 
 type Deployment = components['schemas']['Deployment'];
 type DeploymentList = components['schemas']['DeploymentList'];
@@ -48,7 +48,7 @@ export async function createDeployment(ctx: AppContext, input: DeployRequest): P
   }
   const id = input.deployment_id?.toLowerCase() ?? randomUUID();
   const { v, row } = await ctx.db.tx(async (t) => {
-    const v = await bumpContentVersion(t);
+    const { version: v, bundlesVersion } = await bumpVersions(t, false);
     const [existing] = await t.query('SELECT 1 FROM deployments WHERE deployment_id = $1', [id]);
     if (existing) throw new AppError('conflict', `Deployment ${id} already exists`, { details: { deployment_id: id } });
     const found = await t.query<{ bundle_id: string; version: string; is_active: boolean }>(
@@ -62,7 +62,7 @@ export async function createDeployment(ctx: AppContext, input: DeployRequest): P
       if (!b) throw new AppError('not_found', `Bundle version ${ref} does not exist`, { details: { reference: ref } });
       if (!b.is_active) throw new AppError('conflict', `Bundle version ${ref} is deactivated and cannot be deployed`, { details: { reference: ref } });
     }
-    const res = await resolveClosure(t, roots, { mode: 'strict' });
+    const res = resolveInMemory(await headsAt(ctx, t, bundlesVersion), roots, { mode: 'strict' });
     const now = ctx.clock.now();
     const [row] = await t.query<DeploymentRow>(
       `INSERT INTO deployments (deployment_id, project_bundles, resolved_bundles, status, created_at)

@@ -20,8 +20,20 @@ export const CONTENT_CHECK_MS = 1000;
  * it (version conflicts, cycles through unpinned imports) see every committed write.
  */
 export async function bumpContentVersion(t: Db): Promise<number> {
-  const [row] = await t.query<{ version: number }>('UPDATE content_version SET version = version + 1 WHERE singleton RETURNING version');
-  return Number(row!.version);
+  return (await bumpVersions(t, false)).version;
+}
+
+/**
+ * As bumpContentVersion, also answering `bundlesVersion`, which moves only when
+ * `bundles` is true (a write to the bundles table: publish, deactivate).
+ */
+export async function bumpVersions(t: Db, bundles: boolean): Promise<{ version: number; bundlesVersion: number }> {
+  const [row] = await t.query<{ version: number; bundles_version: number }>(
+    `UPDATE content_version SET version = version + 1, bundles_version = bundles_version + CASE WHEN $1 THEN 1 ELSE 0 END
+      WHERE singleton RETURNING version, bundles_version`,
+    [bundles],
+  );
+  return { version: Number(row!.version), bundlesVersion: Number(row!.bundles_version) };
 }
 
 export async function readContentVersion(db: Db): Promise<number> {

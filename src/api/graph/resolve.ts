@@ -8,6 +8,7 @@
  * (one round trip whatever the depth); publish-time checks of a single manifest use
  * `loadHeads`/`resolveImport`.
  */
+import type { AppContext } from '../../shared/app-context.js';
 import type { Db } from '../../shared/db/index.js';
 import { AppError } from '../../shared/errors.js';
 import { compareSemver, parseRef, pinned, type BundleType } from './refs.js';
@@ -172,6 +173,72 @@ export async function resolveClosure(db: Db, roots: string[], opts: ResolveOptio
   }
   for (const root of roots) {
     if (!bundles.has(root)) throw new AppError('not_found', `Bundle version ${root} does not exist`, { details: { reference: root } });
+  }
+  return { order: orderAndCheckCycles(roots, bundles), bundles };
+}
+
+/** Every stored version's header, by bundle id (one query, no ordering needed). */
+export async function loadAllHeads(db: Db): Promise<Map<string, BundleHead[]>> {
+  const rows = await db.query<HeadRow>(`SELECT bundle_id, version, bundle_type, is_active, manifest->'imports' AS imports FROM bundles`);
+  const out = new Map<string, BundleHead[]>();
+  for (const r of rows) {
+    let list = out.get(r.bundle_id);
+    if (!list) out.set(r.bundle_id, (list = []));
+    list.push({ id: r.bundle_id, version: r.version, type: r.bundle_type, isActive: r.is_active, imports: Array.isArray(r.imports) ? r.imports : [] });
+  }
+  return out;
+}
+
+/**
+ * The bundle headers as of `bundlesVersion`, from this process's copy when it is that
+ * version, else freshly read through `t`. Only for a transaction that holds the content
+ * lock (bumpVersions) and does not write bundles itself: the committed headers cannot
+ * move under it, so the copy is exact. Deploy and tag writes resolve from it in memory.
+ */
+export async function headsAt(ctx: AppContext, t: Db, bundlesVersion: number): Promise<Map<string, BundleHead[]>> {
+  const cache = ctx.singleton('bundle-heads', () => ({ version: -1, byId: new Map<string, BundleHead[]>() }));
+  if (cache.version !== bundlesVersion) {
+    cache.byId = await loadAllHeads(t);
+    cache.version = bundlesVersion;
+  }
+  return cache.byId;
+}
+
+/** resolveClosure over headers held in memory (same semantics and errors as the SQL walk). */
+export function resolveInMemory(heads: Map<string, BundleHead[]>, roots: string[], opts: ResolveOptions): Resolution {
+  const bundles = new Map<string, ResolvedBundle>();
+  const queue: string[] = [];
+  for (const root of roots) {
+    const i = root.lastIndexOf(':');
+    const head = heads.get(root.slice(0, i))?.find((h) => h.version === root.slice(i + 1));
+    if (!head) throw new AppError('not_found', `Bundle version ${root} does not exist`, { details: { reference: root } });
+    if (!bundles.has(root)) {
+      bundles.set(root, { ...head, ref: root, resolvedImports: [] });
+      queue.push(root);
+    }
+  }
+  for (let qi = 0; qi < queue.length; qi++) {
+    const rb = bundles.get(queue[qi]!)!;
+    for (const imp of rb.imports) {
+      const parsed = parseRef(imp);
+      const r = resolveImport(imp, parsed ? heads.get(parsed.id) : undefined);
+      if (!r.head) {
+        if (opts.mode === 'lenient') continue;
+        const inactive = r.reason === 'inactive';
+        throw new AppError(inactive ? 'conflict' : 'not_found', `Bundle ${rb.ref} imports ${imp}, which resolves to no ${inactive ? 'active' : 'stored'} version`, {
+          details: { reference: imp, bundle: rb.ref },
+        });
+      }
+      if (r.reason === 'inactive' && opts.mode === 'strict') {
+        throw new AppError('conflict', `Bundle ${rb.ref} imports ${imp}, which is deactivated`, { details: { reference: imp, bundle: rb.ref } });
+      }
+      const target = pinned(r.head.id, r.head.version);
+      rb.resolvedImports.push(target);
+      if (!bundles.has(target)) {
+        bundles.set(target, { ...r.head, ref: target, resolvedImports: [] });
+        queue.push(target);
+      }
+    }
   }
   return { order: orderAndCheckCycles(roots, bundles), bundles };
 }

@@ -12,9 +12,9 @@ import { TAG_UPDATES_CHANNEL } from '../../shared/broker.js';
 import type { Db } from '../../shared/db/index.js';
 import { AppError } from '../../shared/errors.js';
 import type { components } from '../../../gen/openapi/control-plane.js';
-import { announceContentChange, bumpContentVersion } from '../graph/content-version.js';
+import { announceContentChange, bumpVersions } from '../graph/content-version.js';
 import { pinned } from '../graph/refs.js';
-import { resolveClosure, type Resolution } from '../graph/resolve.js';
+import { headsAt, resolveInMemory, type Resolution } from '../graph/resolve.js';
 
 type Tag = components['schemas']['Tag'];
 type TagList = components['schemas']['TagList'];
@@ -103,11 +103,11 @@ async function publishTagUpdate(ctx: AppContext, contentVersion: number, tag: Ta
 export async function createTag(ctx: AppContext, input: { tag: string; bundle_id: string; bundle_version: string; description?: string | null }): Promise<Tag> {
   const root = pinned(input.bundle_id, input.bundle_version);
   const { v, tag } = await ctx.db.tx(async (t) => {
-    const v = await bumpContentVersion(t);
+    const { version: v, bundlesVersion } = await bumpVersions(t, false);
     const [existing] = await t.query('SELECT 1 FROM tags WHERE tag_name = $1', [input.tag]);
     if (existing) throw new AppError('conflict', `Tag ${input.tag} already exists; move it with PUT /api/tags/{tag}`, { details: { tag: input.tag } });
     await checkTarget(t, input.bundle_id, input.bundle_version);
-    const res = await resolveClosure(t, [root], { mode: 'strict' });
+    const res = resolveInMemory(await headsAt(ctx, t, bundlesVersion), [root], { mode: 'strict' });
     const yaml = await buildContextYaml(t, input.tag, res, root);
     const now = ctx.clock.now();
     const [row] = await t.query<TagRow>(
@@ -126,11 +126,11 @@ export async function createTag(ctx: AppContext, input: { tag: string; bundle_id
 export async function moveTag(ctx: AppContext, name: string, input: { bundle_id: string; bundle_version: string; description?: string | null }): Promise<Tag> {
   const root = pinned(input.bundle_id, input.bundle_version);
   const { v, tag } = await ctx.db.tx(async (t) => {
-    const v = await bumpContentVersion(t);
+    const { version: v, bundlesVersion } = await bumpVersions(t, false);
     const [existing] = await t.query<TagRow>('SELECT * FROM tags WHERE tag_name = $1 FOR UPDATE', [name]);
     if (!existing) throw new AppError('not_found', `Tag ${name} does not exist (create it with POST /api/tags)`);
     await checkTarget(t, input.bundle_id, input.bundle_version);
-    const res = await resolveClosure(t, [root], { mode: 'strict' });
+    const res = resolveInMemory(await headsAt(ctx, t, bundlesVersion), [root], { mode: 'strict' });
     const yaml = await buildContextYaml(t, name, res, root);
     const description = 'description' in input ? (input.description ?? null) : existing.description;
     // updated_at strictly increases, so (bundle, version, updated_at) tells every move apart.
