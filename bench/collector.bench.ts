@@ -179,7 +179,7 @@ export default async function collectorBench(b: Bench): Promise<void> {
         `${rate} events/s | collector ingest | ${r.events} OTLP log events in one file (${mb(bytes)} MB), coding-CLI collector, redaction on | ${label} | target >= 50000/s | ${rate >= 50_000 ? 'MET' : 'NOT MET'}`,
       );
       b.print(
-        `${Math.round(r.events / r.cpuSeconds)} events per CPU-second | collector ingest CPU cost (main thread + parsing worker) | the same file | ${label} | load average during the run ${os.loadavg()[0].toFixed(1)} on ${os.cpus().length} cores`,
+        `${Math.round(r.events / r.cpuSeconds)} events per CPU-second | collector ingest CPU cost (main thread + parsing threads) | the same file | ${label} | load average during the run ${os.loadavg()[0].toFixed(1)} on ${os.cpus().length} cores`,
       );
       b.print(`${mb(r.peakRss)} MB | collector ingest peak RSS | the same ${r.events}-event file | ${label} | (process RSS before ingest ${mb(r.rssBefore)} MB)`);
       b.print(`${r.statsMs.toFixed(0)} ms | GET /api/activity/stats query | over ${r.events} rows | ${label} | -`);
