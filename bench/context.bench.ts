@@ -22,6 +22,8 @@ import { verifyAuditChain } from '../src/api/audit/verify.js';
 import { systemClock } from '../src/shared/app-context.js';
 
 const CLIENTS = 64;
+/** Server CPU per hello-world request in the last reference run (µs): a ratio that machine load distorts less than rates. */
+let helloCpuPerReq = NaN;
 
 type Call = (service: 'api', method: string, p: string, opts?: { body?: unknown; admin?: boolean; apiKey?: string }) => Promise<{ status: number; body: any }>;
 
@@ -64,7 +66,18 @@ async function count(db: TestDb['db']): Promise<number> {
 
 export default async function contextBench(b: Bench): Promise<void> {
   const hello = await startHelloWorld();
-  const helloRun = async (ms: number) => closedLoop(CLIENTS, 1000, ms, httpCaller(hello.url, '/', { method: 'GET', sockets: CLIENTS }));
+  const helloRun = async (ms: number) => {
+    const call = httpCaller(hello.url, '/', { method: 'GET', sockets: CLIENTS });
+    let answered = 0;
+    const cpu0 = cpuSeconds(hello.pid);
+    const r = await closedLoop(CLIENTS, 1000, ms, async () => {
+      const s = await call();
+      answered++;
+      return s;
+    });
+    helloCpuPerReq = ((cpuSeconds(hello.pid) - cpu0) / answered) * 1e6;
+    return r;
+  };
   try {
     if (b.real) await realRun(b, helloRun);
     else await embeddedRun(b, helloRun);
@@ -76,7 +89,7 @@ export default async function contextBench(b: Bench): Promise<void> {
 async function realRun(b: Bench, helloRun: (ms: number) => Promise<LoadResult>): Promise<void> {
   const DURATION = Number(process.env.BENCH_CONTEXT_MS ?? 8000);
   const helloBefore = await helloRun(DURATION / 2);
-  b.print(`${fmt(helloBefore.perSecond)} req/s, p50 ${fmt(helloBefore.p50, 2)} ms, p99 ${fmt(helloBefore.p99, 2)} ms | bare node:http hello-world (reference) | - | - | ${CLIENTS} clients`);
+  b.print(`${fmt(helloBefore.perSecond)} req/s, p50 ${fmt(helloBefore.p50, 2)} ms, p99 ${fmt(helloBefore.p99, 2)} ms | bare node:http hello-world (reference) | - | - | ${CLIENTS} clients; server CPU ${fmt(helloCpuPerReq)} µs/request`);
   for (const workload of ['W1', 'W2'] as const) {
     const testDb = await createTestDb();
     const proc = await spawnApi(testDb.appUrl!, randomUUID(), { DATABASE_MIGRATION_URL: testDb.ownerUrl!, LOG_LEVEL: 'error' }, ['api', 'context-grpc']);
@@ -98,20 +111,21 @@ async function realRun(b: Bench, helloRun: (ms: number) => Promise<LoadResult>):
       });
       const cpuPerReq = ((cpuSeconds(proc.child.pid!) - cpu0) / answered) * 1e6;
       const ratio = r.perSecond / helloBefore.perSecond;
-      b.print(line(r, `REST audited POST /api/context (${probe.body.scd_ids.length} SCDs, ${(size / 1024).toFixed(1)} KB)`, workload, 'PostgreSQL', `hello-world ratio ${ratio.toFixed(3)}`, `; server CPU ${fmt(cpuPerReq)} µs/request; statuses ${JSON.stringify(r.statuses)}`));
+      b.print(line(r, `REST audited POST /api/context (${probe.body.scd_ids.length} SCDs, ${(size / 1024).toFixed(1)} KB)`, workload, 'PostgreSQL', `hello-world ratio ${ratio.toFixed(3)}`, `; server CPU ${fmt(cpuPerReq)} µs/request (hello-world ${fmt(helloCpuPerReq)}: CPU ratio ${(helloCpuPerReq / cpuPerReq).toFixed(3)}); statuses ${JSON.stringify(r.statuses)}`));
       await auditCheck(b, testDb.db, before, answered, `${workload} REST`);
 
       if (workload === 'W1') {
         const transport = createGrpcTransport({ baseUrl: proc.grpcUrl! });
         const client = createClient(ContextService, transport);
         const g0 = await count(testDb.db);
+        const gCpu0 = cpuSeconds(proc.child.pid!);
         let gAnswered = 0;
         const g = await closedLoop(CLIENTS, 2000, DURATION, async () => {
           const res = await client.requestContext({ apiKey, taskType: 'code_review' });
           gAnswered++;
           return res.success ? 'ok' : res.errorCode;
         });
-        b.print(line(g, 'gRPC RequestContext', workload, 'PostgreSQL', `REST W1 ${fmt(r.perSecond)} req/s, ratio ${(g.perSecond / r.perSecond).toFixed(2)}`, `; outcomes ${JSON.stringify(g.statuses)}`));
+        b.print(line(g, 'gRPC RequestContext', workload, 'PostgreSQL', `REST W1 ${fmt(r.perSecond)} req/s, ratio ${(g.perSecond / r.perSecond).toFixed(2)}`, `; server CPU ${fmt(((cpuSeconds(proc.child.pid!) - gCpu0) / gAnswered) * 1e6)} µs/request; outcomes ${JSON.stringify(g.statuses)}`));
         await auditCheck(b, testDb.db, g0, gAnswered, `${workload} gRPC`);
       }
     } finally {
