@@ -54,7 +54,14 @@ async function startOne(ctx: AppContext, name: ServiceName, portOverride?: numbe
       server.once('error', reject);
     });
   } else {
-    const handler = connectNodeAdapter({ routes: def.routes(ctx) });
+    // Responses are not compressed (compressed requests are still accepted): every common
+    // gRPC client advertises gzip, and gzipping each context answer and each Subscribe
+    // message (tens of KB, for every stream of a tag) costs far more CPU than loopback or
+    // LAN bandwidth saves. A message is compressed only from compressMinBytes up.
+    const connect = connectNodeAdapter({ routes: def.routes(ctx), compressMinBytes: Number.MAX_SAFE_INTEGER });
+    // A service may serve some requests itself before the router (see GrpcServiceDef.preHandle).
+    const pre = def.preHandle?.(ctx);
+    const handler: typeof connect = pre ? (req, res) => void (pre(req as http2.Http2ServerRequest, res as http2.Http2ServerResponse) || connect(req, res)) : connect;
     const h2 = http2.createServer(handler);
     h2.on('session', (s) => {
       sessions.add(s);

@@ -2,6 +2,7 @@
  * How a service is described to the launcher. A service is built from an AppContext with
  * no side effects (`createApp`); `start` runs its background jobs; only the launcher listens.
  */
+import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import type { ConnectRouter } from '@connectrpc/connect';
 import type { Hono } from 'hono';
 import type { AppContext } from './app-context.js';
@@ -29,6 +30,12 @@ export interface HttpServiceDef extends ServiceBase {
 export interface GrpcServiceDef extends ServiceBase {
   kind: 'grpc';
   routes(ctx: AppContext): (router: ConnectRouter) => void;
+  /**
+   * Optional: runs before the Connect router on every request and answers true when it
+   * served the request itself (a hot path written straight on the HTTP/2 stream), false
+   * to leave it to the router.
+   */
+  preHandle?(ctx: AppContext): (req: Http2ServerRequest, res: Http2ServerResponse) => boolean;
 }
 
 export type ServiceDef = HttpServiceDef | GrpcServiceDef;

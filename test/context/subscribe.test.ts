@@ -4,10 +4,14 @@
  * active_subscriptions and context_service_events, heartbeats, revocation, shutdown.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import http2 from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { SignJWT } from 'jose';
 import { startTestStack, JWT_SECRET, type TestStack } from '../harness.js';
+import { createClient } from '@connectrpc/connect';
+import { createConnectTransport, createGrpcWebTransport, createGrpcTransport } from '@connectrpc/connect-node';
 import { signWebhookToken } from '../../src/context/webhook/jwt.js';
+import { ContextMessageType, ContextService, type ContextMessage } from '../../gen/proto/context_pb.js';
 import { agentWithKey, grpcClient, HEARTBEAT, moveTag, SNAPSHOT, sleep, Stream, taggedBundle, UPDATE } from './fixtures.js';
 
 let t: TestStack;
@@ -15,7 +19,7 @@ let client: any;
 beforeAll(async () => {
   t = await startTestStack({ services: ['api', 'context-grpc', 'context-webhook'], env: { CONTEXT_HEARTBEAT_SECONDS: '1' } });
   client = grpcClient(t);
-}, 60_000);
+}, 180_000);
 afterAll(async () => {
   client?.close();
   await t?.close();
@@ -232,3 +236,107 @@ describe('open streams follow the credential', () => {
     await viaToken.ended();
   });
 });
+
+describe('every protocol and codec the router serves carries the same messages', () => {
+  // grpc-js above takes the direct binary gRPC path (subscribe-h2.ts); these go through the
+  // Connect router: gRPC-Web binary, Connect binary and JSON, gRPC with the JSON codec.
+  const transports = {
+    'grpc-web binary': () => createGrpcWebTransport({ baseUrl: t.url('context-grpc'), httpVersion: '2', useBinaryFormat: true }),
+    'connect binary': () => createConnectTransport({ baseUrl: t.url('context-grpc'), httpVersion: '2', useBinaryFormat: true }),
+    'connect json': () => createConnectTransport({ baseUrl: t.url('context-grpc'), httpVersion: '2', useBinaryFormat: false }),
+    'grpc json': () => createGrpcTransport({ baseUrl: t.url('context-grpc'), useBinaryFormat: false }),
+  };
+  it.each(Object.entries(transports))('%s', async (_name, make) => {
+    const { tag, bundleId } = await taggedBundle(t);
+    const a = await agentWithKey(t);
+    const reference = new Stream(client, { tag, agent_id: a.agentId, auth_token: a.token });
+    await reference.contextCount(1);
+    const ac = new AbortController();
+    const got: ContextMessage[] = [];
+    const reading = (async () => {
+      try {
+        for await (const m of createClient(ContextService, make()).subscribe({ tag, agentId: a.agentId, authToken: a.token }, { signal: ac.signal })) {
+          if (m.type !== ContextMessageType.HEARTBEAT) got.push(m);
+        }
+      } catch (e) {
+        if (!ac.signal.aborted) throw e;
+      }
+    })();
+    await waitFor(async () => got.length >= 1);
+    await moveTag(t, tag, bundleId, '1.1.0');
+    await waitFor(async () => got.length >= 2);
+    await reference.contextCount(2);
+    ac.abort();
+    await reading;
+    reference.cancel();
+    await reference.ended();
+    expect(got.map((m) => m.type)).toEqual([ContextMessageType.SNAPSHOT, ContextMessageType.UPDATE]);
+    for (const [i, m] of got.entries()) {
+      const r = reference.contexts[i]!;
+      expect(m).toMatchObject({ tag, bundleId: r.bundle_id, bundleVersion: r.bundle_version, resolvedBundleIds: r.resolved_bundle_ids, contextYaml: r.context_yaml, scdIds: r.scd_ids, scdContent: r.scd_content });
+    }
+  });
+  it('a refusal has the same status on the router path', async () => {
+    const transport = createConnectTransport({ baseUrl: t.url('context-grpc'), httpVersion: '2' });
+    const a = await agentWithKey(t);
+    await expect(
+      (async () => {
+        for await (const _ of createClient(ContextService, transport).subscribe({ tag: 'no-such-tag:prod', agentId: a.agentId, authToken: a.token })) void _;
+      })(),
+    ).rejects.toMatchObject({ code: 5 });
+  });
+});
+
+describe('the direct binary gRPC path', () => {
+  it("ends the stream at the client's deadline (grpc-timeout) with DEADLINE_EXCEEDED", async () => {
+    const { tag } = await taggedBundle(t);
+    const a = await agentWithKey(t);
+    // A raw HTTP/2 client, so that only the server enforces the deadline.
+    const session = http2.connect(t.url('context-grpc'));
+    try {
+      const msg = Buffer.concat(
+        [[1, tag], [2, a.agentId], [3, a.token]].map(([no, v]) => {
+          const b = Buffer.from(v as string);
+          return Buffer.concat([Buffer.from([((no as number) << 3) | 2]), encodeVarint(b.length), b]);
+        }),
+      );
+      const head = Buffer.alloc(5);
+      head.writeUInt32BE(msg.length, 1);
+      const req = session.request({ ':method': 'POST', ':path': '/svc.context.v1.ContextService/Subscribe', 'content-type': 'application/grpc', te: 'trailers', 'grpc-timeout': '1500m' });
+      let bytes = 0;
+      req.on('data', (d: Buffer) => (bytes += d.length));
+      const trailers = new Promise<http2.IncomingHttpHeaders>((resolve) => req.on('trailers', resolve));
+      req.end(Buffer.concat([head, msg]));
+      const started = Date.now();
+      expect((await trailers)['grpc-status']).toBe(String(grpc.status.DEADLINE_EXCEEDED));
+      expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
+      expect(bytes).toBeGreaterThan(0); // the SNAPSHOT came first
+    } finally {
+      session.close();
+    }
+  });
+  it('answers a malformed request with INVALID_ARGUMENT in the trailers', async () => {
+    const session = http2.connect(t.url('context-grpc'));
+    try {
+      for (const body of [Buffer.from([0, 0, 0, 0, 9, 1, 2]), Buffer.from([0, 0, 0, 0, 2, 0xff, 0xff]), Buffer.alloc(0)]) {
+        const req = session.request({ ':method': 'POST', ':path': '/svc.context.v1.ContextService/Subscribe', 'content-type': 'application/grpc', te: 'trailers' });
+        const trailers = new Promise<http2.IncomingHttpHeaders>((resolve) => req.on('trailers', resolve));
+        req.on('data', () => {});
+        req.end(body);
+        expect((await trailers)['grpc-status']).toBe(String(grpc.status.INVALID_ARGUMENT));
+      }
+    } finally {
+      session.close();
+    }
+  });
+});
+
+function encodeVarint(n: number): Buffer {
+  const out: number[] = [];
+  while (n > 127) {
+    out.push((n & 127) | 128);
+    n >>>= 7;
+  }
+  out.push(n);
+  return Buffer.from(out);
+}

@@ -17,7 +17,7 @@ let client: any;
 beforeAll(async () => {
   t = await startTestStack({ services: ['api', 'context-grpc', 'context-webhook'] });
   client = grpcClient(t);
-}, 60_000);
+}, 180_000);
 afterAll(async () => {
   client?.close();
   await t?.close();

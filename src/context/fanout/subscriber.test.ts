@@ -8,6 +8,8 @@ const state = (v: string): TagState => ({
   tag: 'x:prod',
   updatedAt: new Date(),
   fields: { bundleId: 'bundle:x', bundleVersion: `1.0.${v}`, resolvedBundleIds: [], contextYaml: '', scdIds: [], scdContent: {} },
+  encoded: [],
+  bytes: new Uint8Array(0),
 });
 const info = { subscriptionId: 's', tag: 'x:prod', agentId: 'agent:a', authMethod: 'token' as const, keyId: null };
 const never = new AbortController().signal;
