@@ -9,8 +9,9 @@
  * - a cache fill that raced with an invalidation is discarded (generation check), so an
  *   entry read before a commit can never be stored after that commit's invalidation;
  * - the cache is used only while the broker is known to deliver: the broker reports a
- *   connection (`connected()`), this process's own heartbeat came back through Redis within
- *   the last 3 s (catches a silent partition), and nothing was lost since the entry was
+ *   connection (`connected()`), no heartbeat ping this process sent through Redis (every
+ *   0.5 s) has gone unanswered for more than 1.5 s (a stalled connection: messages delayed
+ *   past that are not waited for), and nothing was lost since the entry was
  *   stored (any outage or reconnect starts a new epoch and empties the cache). While the
  *   broker is unavailable every request is verified against the database: slower, never
  *   stale. Entries also live at most 60 s (backstop for changes made outside the service,
@@ -21,8 +22,8 @@ import type { AppContext } from '../../shared/app-context.js';
 
 export const KEY_INVALIDATION_CHANNEL = 'svc:key-invalidations';
 const ENTRY_TTL_MS = 60_000;
-const HEARTBEAT_MS = 1_000;
-const HEARTBEAT_WINDOW_MS = 3_000;
+const HEARTBEAT_MS = 500;
+const HEARTBEAT_WINDOW_MS = 1_500;
 const MAX_ENTRIES = 200_000;
 const PUBLISH_RETRIES = 20;
 
