@@ -24,7 +24,8 @@ export const REAL = process.env.SVC_TEST_REAL === '1' && !!process.env.DATABASE_
 export const REAL_REDIS = process.env.SVC_TEST_REAL === '1' && !!process.env.REDIS_URL;
 export const ADMIN_KEY = `admin_${randomBytes(24).toString('base64url')}`;
 export const JWT_SECRET = randomBytes(48).toString('base64url');
-const DB_PASSWORD = `pw_${randomBytes(18).toString('base64url')}`;
+// One password for every test file: svc_app is cluster-wide, and files run in parallel.
+const DB_PASSWORD = "svc-test-only-password-0000";
 
 export interface TestDb {
   db: Db;
@@ -56,11 +57,20 @@ export async function createTestDb(): Promise<TestDb> {
   const adminUrl = process.env.DATABASE_MIGRATION_URL || process.env.DATABASE_URL!;
   const name = `svc_t_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
   const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`CREATE DATABASE ${name}`);
   const ownerUrl = withDatabase(adminUrl, name);
-  const owner = await openDb({ url: ownerUrl, max: 2 });
-  await runMigrations(owner);
-  await owner.exec(`ALTER ROLE svc_app WITH LOGIN PASSWORD '${DB_PASSWORD}'`);
+  let owner: Db;
+  // Roles are cluster-wide: two test files creating them or altering svc_app at once fail
+  // with "tuple concurrently updated". Set-up is serialized on an advisory lock taken in
+  // the admin database (advisory locks are per database, and every file shares that one).
+  await admin`SELECT pg_advisory_lock(7340002)`;
+  try {
+    await admin.unsafe(`CREATE DATABASE ${name}`);
+    owner = await openDb({ url: ownerUrl, max: 2 });
+    await runMigrations(owner);
+    await owner.exec(`ALTER ROLE svc_app WITH LOGIN PASSWORD '${DB_PASSWORD}'`);
+  } finally {
+    await admin`SELECT pg_advisory_unlock(7340002)`;
+  }
   const appUrl = withDatabase(adminUrl, name, 'svc_app');
   const db = await openDb({ url: appUrl, password: DB_PASSWORD, max: 10 });
   return {
