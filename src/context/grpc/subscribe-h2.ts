@@ -61,8 +61,12 @@ async function serve(ctx: AppContext, req: http2.Http2ServerRequest, res: http2.
       prefix[0] = 0; // not compressed
       prefix.writeUInt32BE(head.length + (shared?.length ?? 0), 1);
       prefix.set(head, 5);
+      // One vectored write of head and shared bytes; the shared buffer is the same for every
+      // stream and is never copied here.
+      req.stream.cork();
       let flowing = res.write(prefix);
-      if (shared?.length) flowing = res.write(shared); // the same buffer for every stream: never copied here
+      if (shared?.length) flowing = res.write(shared);
+      req.stream.uncork();
       if (!flowing) await drained(res, signal);
     }
     if (deadline?.signal.aborted && !gone.signal.aborted) throw new ConnectError('deadline exceeded', Code.DeadlineExceeded);
