@@ -36,7 +36,7 @@ export interface ServerProcess {
 }
 
 /** Starts `src/main.ts api` (and `services`) against `databaseUrl` (svc_app) and waits until /health answers. */
-export async function spawnApi(databaseUrl: string, deploymentId: string, extraEnv: Record<string, string> = {}, services: string[] = ['api']): Promise<ServerProcess> {
+export async function spawnApi(databaseUrl: string, deploymentId: string, extraEnv: Record<string, string> = {}, services: string[] = ['api'], nodeArgs: string[] = []): Promise<ServerProcess> {
   const port = await freePort();
   const grpcPort = services.includes('context-grpc') ? await freePort() : 0;
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-proc-'));
@@ -54,7 +54,7 @@ export async function spawnApi(databaseUrl: string, deploymentId: string, extraE
     LOG_LEVEL: 'warn',
     ...extraEnv,
   };
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...services], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/main.ts', ...services], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
