@@ -211,6 +211,19 @@ describe('gRPC RequestContext (an independent grpc-js client)', () => {
     expect(await recordOf(res.request_id)).toMatchObject({ agent_id: agent.agent_id, intent_valid: true, request_params: { ticket: 'T-1' }, chain_id: 'g-chain', parent_request_id: null });
   });
 
+  it('serves the same fields to a Connect JSON client', async () => {
+    const { createClient } = await import('@connectrpc/connect');
+    const { createConnectTransport } = await import('@connectrpc/connect-node');
+    const { ContextService } = await import('../../../gen/proto/context_pb.js');
+    const client = createClient(ContextService, createConnectTransport({ baseUrl: t.url('context-grpc'), httpVersion: '2', useBinaryFormat: false }));
+    const res = await client.requestContext({ apiKey: key.api_key, taskType: 'code_review' });
+    const rest = await ctxCall({ task_type: 'code_review' }, key.api_key);
+    expect(res.success).toBe(true);
+    expect(res.scdIds).toEqual(rest.body.scd_ids);
+    expect(res.scdContent).toEqual(rest.body.scd_content);
+    expect(res.contextBundleIds).toEqual(rest.body.context_bundle_ids);
+  });
+
   it('answers refusals in-band and records them', async () => {
     const bad = await call({ api_key: 'sk_nope', task_type: 'code_review' });
     expect(bad).toMatchObject({ success: false, error_code: 'AUTH_FAILED', agent_id: '', scd_ids: [] });

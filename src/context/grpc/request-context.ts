@@ -6,12 +6,43 @@
  * could not be committed (INTERNAL), so no context leaves.
  */
 import { randomUUID } from 'node:crypto';
-import { create } from '@bufbuild/protobuf';
-import { Code, ConnectError, type ServiceImpl } from '@connectrpc/connect';
+import { create, type UnknownField } from '@bufbuild/protobuf';
+import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from '@connectrpc/connect';
 import type { AppContext } from '../../shared/app-context.js';
 import type { ValidationIssue } from '../../shared/http/openapi-app.js';
 import { RequestContextResponseSchema, type ContextService, type RequestContextRequest, type RequestContextResponse } from '../../../gen/proto/context_pb.js';
 import { requestContext } from '../../api/context/request-context.js';
+import type { SelectedContext } from '../../api/graph/select.js';
+
+/** Field numbers of RequestContextResponse (spec/context.proto). */
+const SCD_IDS = 6;
+const SCD_CONTENT = 7;
+const CONTEXT_BUNDLE_IDS = 12;
+
+/**
+ * The selection's fields (scd_ids, scd_content, context_bundle_ids) encoded once per shared,
+ * frozen selection, as protobuf field occurrences the binary writer copies verbatim
+ * (`$unknown`): encoding 40-90 KB of map entries per request would dominate the call. Used
+ * for binary codecs only; a JSON client gets the ordinary fields.
+ */
+const encoded = new WeakMap<SelectedContext, UnknownField[]>();
+function selectionFields(s: SelectedContext): UnknownField[] {
+  let f = encoded.get(s);
+  if (f === undefined) {
+    const str = (v: string) => new BinaryWriter().string(v).finish();
+    f = [
+      ...s.scdIds.map((id) => ({ no: SCD_IDS, wireType: WireType.LengthDelimited, data: str(id) })),
+      ...s.scdIds.map((id) => {
+        const entry = new BinaryWriter().tag(1, WireType.LengthDelimited).string(id).tag(2, WireType.LengthDelimited).string(s.scdContent[id] ?? '').finish();
+        return { no: SCD_CONTENT, wireType: WireType.LengthDelimited, data: new BinaryWriter().bytes(entry).finish() };
+      }),
+      ...s.bundleIds.map((id) => ({ no: CONTEXT_BUNDLE_IDS, wireType: WireType.LengthDelimited, data: str(id) })),
+    ];
+    encoded.set(s, f);
+  }
+  return f;
+}
 
 /** The contract's ContextRequest rules, for a message protobuf already typed. */
 export function validateRequestContext(req: RequestContextRequest): ValidationIssue[] {
@@ -31,7 +62,7 @@ export function validateRequestContext(req: RequestContextRequest): ValidationIs
 
 /** The RequestContext implementation, for `router.service(ContextService, { requestContext, ... })`. */
 export function requestContextHandler(ctx: AppContext): ServiceImpl<typeof ContextService>['requestContext'] {
-  return async (req: RequestContextRequest): Promise<RequestContextResponse> => {
+  return async (req: RequestContextRequest, hctx: HandlerContext): Promise<RequestContextResponse> => {
     const startedAt = performance.now();
     const issues = validateRequestContext(req);
     // Empty proto3 fields mean "not given".
@@ -58,6 +89,11 @@ export function requestContextHandler(ctx: AppContext): ServiceImpl<typeof Conte
     };
     if (!out.ok) return create(RequestContextResponseSchema, { ...common, success: false, errorCode: out.code, errorMessage: out.message });
     const s = out.selected;
-    return create(RequestContextResponseSchema, { ...common, success: true, scdIds: s.scdIds, scdContent: s.scdContent, contextBundleIds: s.bundleIds });
+    if (/json/i.test(hctx.requestHeader.get('content-type') ?? '')) {
+      return create(RequestContextResponseSchema, { ...common, success: true, scdIds: s.scdIds, scdContent: s.scdContent, contextBundleIds: s.bundleIds });
+    }
+    const res = create(RequestContextResponseSchema, { ...common, success: true });
+    res.$unknown = selectionFields(s);
+    return res;
   };
 }
