@@ -11,6 +11,7 @@ import { startTestStack, JWT_SECRET, type TestStack } from '../harness.js';
 import { createClient } from '@connectrpc/connect';
 import { createConnectTransport, createGrpcWebTransport, createGrpcTransport } from '@connectrpc/connect-node';
 import { signWebhookToken } from '../../src/context/webhook/jwt.js';
+import { fanout } from '../../src/context/fanout/index.js';
 import { ContextMessageType, ContextService, type ContextMessage } from '../../gen/proto/context_pb.js';
 import { agentWithKey, grpcClient, HEARTBEAT, moveTag, SNAPSHOT, sleep, Stream, taggedBundle, UPDATE } from './fixtures.js';
 
@@ -270,6 +271,8 @@ describe('every protocol and codec the router serves carries the same messages',
     await reading;
     reference.cancel();
     await reference.ended();
+    // Both streams are gone from the registry once their clients went away (no leak).
+    await waitFor(async () => fanout(t.ctx).count(tag) === 0);
     expect(got.map((m) => m.type)).toEqual([ContextMessageType.SNAPSHOT, ContextMessageType.UPDATE]);
     for (const [i, m] of got.entries()) {
       const r = reference.contexts[i]!;
