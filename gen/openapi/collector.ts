@@ -313,6 +313,7 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -361,6 +362,7 @@ export interface operations {
                     "application/json": components["schemas"]["ActivitySourceList"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -408,6 +410,7 @@ export interface operations {
                     "application/json": components["schemas"]["ActivityStats"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             500: components["responses"]["InternalError"];
         };
     };

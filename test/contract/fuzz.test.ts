@@ -47,6 +47,8 @@ function buildCase(o: LoadedOp, r: Rng, mode: 'valid' | 'invalid'): Case {
     else if (prm.in === 'query' && (prm.required || r.bool(0.6))) query.set(prm.name, text ?? '');
     else if (prm.in === 'header' && (prm.required || r.bool(0.3))) headers[prm.name] = String(text ?? '').replace(/[^\x20-\x7e]/g, '');
   }
+  // The edge refuses query parameters the contract does not name: every operation declares that 400.
+  if (mode === 'invalid' && r.bool(0.15)) query.set(`unexpected_${r.int(0, 9)}`, '1');
   const rb = (op.requestBody as any)?.content?.['application/json']?.schema as Schema | undefined;
   let body: string | undefined;
   if (rb && (mode === 'valid' || breakOne !== 0 || r.bool(0.5))) {
