@@ -46,7 +46,12 @@ async function startOne(ctx: AppContext, name: ServiceName, portOverride?: numbe
   const sessions = new Set<http2.Http2Session>();
   if (def.kind === 'http') {
     const app = await def.createApp(ctx);
-    server = serve({ fetch: app.fetch, port: wanted, hostname: host, createServer: http.createServer, autoCleanupIncoming: false } as any) as http.Server;
+    // A service may serve some requests itself before the app (see HttpServiceDef.preHandle).
+    const pre = def.preHandle?.(ctx);
+    const createServer = pre
+      ? (o: http.ServerOptions, listener: http.RequestListener) => http.createServer(o, (req, res) => void (pre(req, res) || listener(req, res)))
+      : http.createServer;
+    server = serve({ fetch: app.fetch, port: wanted, hostname: host, createServer, autoCleanupIncoming: false } as any) as http.Server;
     // serve() listens by itself; wait for it.
     await new Promise<void>((resolve, reject) => {
       if (server.listening) return resolve();

@@ -2,6 +2,7 @@
  * How a service is described to the launcher. A service is built from an AppContext with
  * no side effects (`createApp`); `start` runs its background jobs; only the launcher listens.
  */
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import type { ConnectRouter } from '@connectrpc/connect';
 import type { Hono } from 'hono';
@@ -25,7 +26,15 @@ export interface HttpServiceDef extends ServiceBase {
   /** Absolute path of the service's OpenAPI document. */
   spec: string;
   createApp(ctx: AppContext): Promise<Hono>;
+  /**
+   * Optional: runs before the app on every request and answers true when it served the
+   * request itself (a hot path on node:http), false to leave it to the app.
+   */
+  preHandle?(ctx: AppContext): HttpPreHandler;
 }
+
+/** A hot-path handler on node:http: true when it took the request. */
+export type HttpPreHandler = (req: IncomingMessage, res: ServerResponse) => boolean;
 
 export interface GrpcServiceDef extends ServiceBase {
   kind: 'grpc';
@@ -47,5 +56,7 @@ export interface RouteModule {
   internalError?: Record<string, (req: RequestInfo, ctx: AppContext, requestId: string) => HandlerResult>;
   /** Answers a body over the size limit for one operation (instead of the generic 413). */
   payloadTooLarge?: Record<string, (req: RequestInfo, ctx: AppContext) => Promise<HandlerResult> | HandlerResult>;
+  /** Requests this module serves itself before the edge (see HttpServiceDef.preHandle). */
+  preHandle?: (ctx: AppContext) => HttpPreHandler;
   start?: ServiceBase['start'];
 }

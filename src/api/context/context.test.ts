@@ -142,6 +142,31 @@ describe('POST /api/context', () => {
     expect(anon.body.error_code).toBe('AUTH_FAILED');
   });
 
+  it('answers the same through the edge as through the node:http fast path', async () => {
+    // A chunked body (no Content-Length) leaves the request to the edge.
+    const viaEdge = async (body: unknown, apiKey?: string) => {
+      const text = JSON.stringify(body);
+      const stream = new ReadableStream({ start: (c) => (c.enqueue(new TextEncoder().encode(text)), c.close()) });
+      const res = await fetch(`${t.url('api')}/api/context`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(apiKey ? { 'x-api-key': apiKey } : {}) },
+        body: stream,
+        duplex: 'half',
+      } as RequestInit);
+      return { status: res.status, headers: res.headers, body: await res.json() };
+    };
+    const [fast, edge] = [await ctxCall({ task_type: 'code_review' }, key.api_key), await viaEdge({ task_type: 'code_review' }, key.api_key)];
+    expect(edge.status).toBe(200);
+    expect({ ...edge.body, request_id: 0, timestamp: 0, processing_time_ms: 0 }).toEqual({ ...fast.body, request_id: 0, timestamp: 0, processing_time_ms: 0 });
+    expect(edge.headers.get('x-request-id')).toBe(edge.body.request_id);
+    for (const [body, k, status] of [[{ task_type: 'code_review', extra: 1 }, key.api_key, 400], [{ task_type: 'nope' }, key.api_key, 403], [{ task_type: 'code_review' }, undefined, 401]] as const) {
+      const a = await ctxCall(body, k);
+      const b = await viaEdge(body, k);
+      expect([a.status, b.status]).toEqual([status, status]);
+      expect({ ...b.body, request_id: 0 }).toEqual({ ...a.body, request_id: 0 });
+    }
+  });
+
   it('applies overrides and restrictions (a restriction wins)', async () => {
     const security = corpus.concernScds.security!;
     const other = corpus.concernScds[Object.keys(corpus.concernScds).find((n) => n !== 'security')!]![0]!;

@@ -33,6 +33,7 @@ export function httpService(opts: {
     return out;
   };
   const starters = opts.modules.map((m) => m.start).filter((s): s is NonNullable<RouteModule['start']> => !!s);
+  const pres = opts.modules.map((m) => m.preHandle).filter((p): p is NonNullable<RouteModule['preHandle']> => !!p);
   return {
     kind: 'http',
     name: opts.name,
@@ -50,6 +51,12 @@ export function httpService(opts: {
         logger: ctx.logger.child({ service: opts.name }),
         adminKey: ctx.config.adminApiKey,
       }),
+    preHandle: pres.length
+      ? (ctx: AppContext) => {
+          const handlers = pres.map((p) => p(ctx));
+          return (req, res) => handlers.some((h) => h(req, res));
+        }
+      : undefined,
     start: starters.length
       ? async (ctx) => {
           const stops: Array<() => Promise<void> | void> = [];

@@ -1,0 +1,66 @@
+/**
+ * Renders a context request's answer, transport-neutral (REST through the edge and the
+ * node:http fast path share it): the JSON body as bytes, never throwing.
+ */
+import type { AppContext } from '../../shared/app-context.js';
+import type { ValidationIssue } from '../../shared/http/openapi-app.js';
+import type { SelectedContext } from '../graph/select.js';
+import { requestContext, type ContextErrorCode, type ContextOutcome } from './request-context.js';
+
+const STATUS: Record<ContextErrorCode, number> = { AUTH_FAILED: 401, INTENT_NOT_ALLOWED: 403, VALIDATION_ERROR: 400, INTERNAL_ERROR: 500 };
+
+/** A context answer, transport-neutral: the JSON body as bytes. */
+export interface ContextAnswer {
+  status: number;
+  bytes: Buffer;
+}
+
+const json = (status: number, body: unknown): ContextAnswer => ({ status, bytes: Buffer.from(JSON.stringify(body), 'utf8') });
+export const internalErrorAnswer = (): ContextAnswer => json(500, { success: false, error_code: 'INTERNAL_ERROR', error_message: 'Internal error' });
+
+/**
+ * The selection's part of the answer, serialized and UTF-8 encoded once per (shared, frozen)
+ * selection: W1 answers carry about 40 KB of SCD content and W2 about 87 KB, and serializing
+ * and encoding them per request would dominate. A request adds only its own small head.
+ */
+const fragments = new WeakMap<SelectedContext, Buffer>();
+function selectionBytes(s: SelectedContext): Buffer {
+  let f = fragments.get(s);
+  if (f === undefined) {
+    f = Buffer.from(`"scd_ids":${JSON.stringify(s.scdIds)},"scd_content":${s.scdContentJson},"context_bundle_ids":${JSON.stringify(s.bundleIds)}`, 'utf8');
+    fragments.set(s, f);
+  }
+  return f;
+}
+const CLOSE = Buffer.from('}');
+
+function toAnswer(out: ContextOutcome): ContextAnswer {
+  if (!out.ok) return json(STATUS[out.code], { success: false, error_code: out.code, error_message: out.message, request_id: out.requestId });
+  const head =
+    `{"success":true,"request_id":"${out.requestId}","agent_id":${JSON.stringify(out.agentId)},"role_id":${JSON.stringify(out.roleId)},` +
+    `"task_type":${JSON.stringify(out.taskType)},"timestamp":${out.timestamp},"processing_time_ms":${out.processingTimeMs},`;
+  return { status: 200, bytes: Buffer.concat([Buffer.from(head, 'utf8'), selectionBytes(out.selected), CLOSE]) };
+}
+
+/**
+ * Runs the context request and renders its answer. `requestId` becomes the audit record's id
+ * (and the X-Request-Id header). Never throws.
+ */
+export async function answerContext(
+  ctx: AppContext,
+  input: { requestId: string; apiKey: string | undefined; body: unknown; issues: ValidationIssue[] | null; tooLarge?: boolean; startedAt?: number },
+): Promise<ContextAnswer> {
+  try {
+    const out = await requestContext(ctx, { requestId: input.requestId, apiKey: input.apiKey, body: input.body, issues: input.issues, startedAt: input.startedAt ?? performance.now() });
+    const a = toAnswer(out);
+    // A body over the limit was never read: 413 once the caller is known (401 before that).
+    return input.tooLarge && a.status === 400 ? { ...a, status: 413 } : a;
+  } catch (e) {
+    // The audit record could not be committed: no context leaves (fail closed).
+    ctx.logger.error('context request failed', { request_id: input.requestId, error: e as Error });
+    return internalErrorAnswer();
+  }
+}
+
+export const CONTENT_TYPE = 'application/json; charset=utf-8';
+

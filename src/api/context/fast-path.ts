@@ -1,0 +1,89 @@
+/**
+ * The hot path of `POST /api/context`, served straight on node:http before the edge
+ * (HttpServiceDef.preHandle). Why: a context request is the product's most frequent call,
+ * and the generic edge (a fetch Request per call, openapi-backend's routing and parsing)
+ * cost more CPU than the whole context verb.
+ *
+ * It takes only the plain case: exactly `POST /api/context`, a JSON content type and a
+ * declared Content-Length up to 64 KiB. Anything else (query strings, chunked or large
+ * bodies, other content types) is left to the edge, which answers the same way. The body
+ * is checked against the contract's own `ContextRequest` schema (compiled from
+ * spec/openapi-control-plane.yaml), with issues formatted as the edge formats them, and the
+ * answer comes from the same `answerContext` as the edge's handlers.
+ */
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Ajv, type ErrorObject } from 'ajv';
+import YAML from 'yaml';
+import type { AppContext } from '../../shared/app-context.js';
+import type { ValidationIssue } from '../../shared/http/openapi-app.js';
+import type { HttpPreHandler } from '../../shared/service.js';
+import { SPEC_DIR } from '../../shared/http/service-app.js';
+import { answerContext, CONTENT_TYPE } from './answer.js';
+
+const MAX_FAST_BODY = 64 * 1024;
+const JSON_TYPE = /^application\/json\s*(;|$)/i;
+
+/** The contract's ContextRequest validator (with TaskType resolved from the same document). */
+function compileContextRequest(): (body: unknown) => ValidationIssue[] | null {
+  const doc = YAML.parse(fs.readFileSync(path.join(SPEC_DIR, 'openapi-control-plane.yaml'), 'utf8')) as { components: Record<string, unknown> };
+  const ajv = new Ajv({ allErrors: true, strict: false });
+  ajv.addSchema({ $id: 'svc-control-plane', components: doc.components });
+  const validate = ajv.compile({ $ref: 'svc-control-plane#/components/schemas/ContextRequest' });
+  return (body) => (validate(body) ? null : formatIssues(validate.errors ?? []));
+}
+
+/** As the edge formats contract violations: `/body`-prefixed JSON pointers, the keyword, the message. */
+function formatIssues(errors: ErrorObject[]): ValidationIssue[] {
+  return errors.slice(0, 50).map((e) => {
+    let p = `/body${e.instancePath}`;
+    const params = e.params as { missingProperty?: string; additionalProperty?: string; allowedValues?: unknown[] };
+    if (params.missingProperty) p += `/${params.missingProperty}`;
+    if (params.additionalProperty) p += `/${params.additionalProperty}`;
+    const extra = params.allowedValues ? ` (${params.allowedValues.join(', ')})` : '';
+    return { path: p, rule: e.keyword, message: `${e.message ?? 'is invalid'}${extra}` };
+  });
+}
+
+function header(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** The pre-handler for the API service: true when it took the request. */
+export function contextFastPath(ctx: AppContext): HttpPreHandler {
+  const check = compileContextRequest();
+  return (req: IncomingMessage, res: ServerResponse) => {
+    if (req.method !== 'POST' || req.url !== '/api/context') return false;
+    if (!JSON_TYPE.test(req.headers['content-type'] ?? '')) return false;
+    const length = Number(req.headers['content-length']);
+    if (!Number.isInteger(length) || length <= 0 || length > MAX_FAST_BODY || req.headers['transfer-encoding'] !== undefined) return false;
+    const startedAt = performance.now();
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size <= MAX_FAST_BODY) chunks.push(c);
+    });
+    req.on('error', () => res.destroy());
+    req.on('end', () => {
+      const requestId = randomUUID();
+      let body: unknown;
+      let issues: ValidationIssue[] | null;
+      try {
+        body = JSON.parse(Buffer.concat(chunks, Math.min(size, MAX_FAST_BODY)).toString('utf8'));
+        issues = size > MAX_FAST_BODY ? [{ path: '/body', rule: 'maxBodySize', message: 'body longer than its Content-Length' }] : check(body);
+      } catch {
+        body = undefined;
+        issues = [{ path: '/body', rule: 'json', message: 'body is not valid JSON' }];
+      }
+      void answerContext(ctx, { requestId, apiKey: header(req.headers['x-api-key']), body, issues, startedAt }).then((a) => {
+        if (res.destroyed) return;
+        res.writeHead(a.status, { 'content-type': CONTENT_TYPE, 'content-length': a.bytes.length, 'x-request-id': requestId });
+        res.end(a.bytes);
+      });
+    });
+    return true;
+  };
+}
