@@ -2,9 +2,8 @@
 import type { GrpcServiceDef } from '../shared/service.js';
 import { healthHandler, httpService } from '../shared/http/service-app.js';
 import { routes as webhook } from './webhook/routes.js';
-import { contextRoutes } from './grpc/routes.js';
+import { contextPreHandle, contextRoutes } from './grpc/routes.js';
 import { startFanout } from './fanout/index.js';
-import { subscribeH2 } from './grpc/subscribe-h2.js';
 
 export const contextWebhookService = httpService({
   name: 'context-webhook',
@@ -19,8 +18,9 @@ export const contextGrpcService: GrpcServiceDef = {
   port: (c) => c.ports.contextGrpc,
   host: (c) => c.host,
   routes: contextRoutes,
-  // Plain binary gRPC Subscribe is written straight on the HTTP/2 stream (see subscribe-h2.ts).
-  preHandle: subscribeH2,
+  // Plain binary gRPC RequestContext and Subscribe are served straight on the HTTP/2 stream
+  // (see request-context-h2.ts and subscribe-h2.ts).
+  preHandle: contextPreHandle,
   // Ends Subscribe streams cleanly before the server drains its connections.
   start: startFanout,
 };

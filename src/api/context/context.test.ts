@@ -236,17 +236,31 @@ describe('gRPC RequestContext (an independent grpc-js client)', () => {
     expect(await recordOf(res.request_id)).toMatchObject({ agent_id: agent.agent_id, intent_valid: true, request_params: { ticket: 'T-1' }, chain_id: 'g-chain', parent_request_id: null });
   });
 
-  it('serves the same fields to a Connect JSON client', async () => {
+  it.each([
+    ['Connect JSON', false, 'connect'],
+    ['Connect binary', true, 'connect'],
+    ['gRPC-Web binary', true, 'grpc-web'],
+    ['Connect gRPC binary', true, 'grpc'],
+  ] as const)('serves the same fields to a %s client', async (_, binary, protocol) => {
     const { createClient } = await import('@connectrpc/connect');
-    const { createConnectTransport } = await import('@connectrpc/connect-node');
+    const node = await import('@connectrpc/connect-node');
     const { ContextService } = await import('../../../gen/proto/context_pb.js');
-    const client = createClient(ContextService, createConnectTransport({ baseUrl: t.url('context-grpc'), httpVersion: '2', useBinaryFormat: false }));
+    const baseUrl = t.url('context-grpc');
+    const transport =
+      protocol === 'connect'
+        ? node.createConnectTransport({ baseUrl, httpVersion: '2', useBinaryFormat: binary })
+        : protocol === 'grpc-web'
+          ? node.createGrpcWebTransport({ baseUrl, httpVersion: '2', useBinaryFormat: binary })
+          : node.createGrpcTransport({ baseUrl });
+    const client = createClient(ContextService, transport);
     const res = await client.requestContext({ apiKey: key.api_key, taskType: 'code_review' });
     const rest = await ctxCall({ task_type: 'code_review' }, key.api_key);
     expect(res.success).toBe(true);
     expect(res.scdIds).toEqual(rest.body.scd_ids);
     expect(res.scdContent).toEqual(rest.body.scd_content);
     expect(res.contextBundleIds).toEqual(rest.body.context_bundle_ids);
+    const refused = await client.requestContext({ apiKey: 'sk_wrong', taskType: 'code_review' });
+    expect(refused).toMatchObject({ success: false, errorCode: 'AUTH_FAILED', scdIds: [] });
   });
 
   it('answers refusals in-band and records them', async () => {

@@ -62,7 +62,16 @@ export function validateRequestContext(req: RequestContextRequest): ValidationIs
 
 /** The RequestContext implementation, for `router.service(ContextService, { requestContext, ... })`. */
 export function requestContextHandler(ctx: AppContext): ServiceImpl<typeof ContextService>['requestContext'] {
-  return async (req: RequestContextRequest, hctx: HandlerContext): Promise<RequestContextResponse> => {
+  return (req: RequestContextRequest, hctx: HandlerContext) => runRequestContext(ctx, req, /json/i.test(hctx.requestHeader.get('content-type') ?? ''));
+}
+
+/**
+ * Runs one RequestContext call. With `json` false the selection's fields are attached
+ * pre-encoded (`$unknown`, see selectionFields); a JSON codec needs the ordinary fields.
+ * Throws ConnectError(INTERNAL) only when the audit record could not be committed.
+ */
+export async function runRequestContext(ctx: AppContext, req: RequestContextRequest, json: boolean): Promise<RequestContextResponse> {
+  {
     const startedAt = performance.now();
     const issues = validateRequestContext(req);
     // Empty proto3 fields mean "not given".
@@ -89,11 +98,11 @@ export function requestContextHandler(ctx: AppContext): ServiceImpl<typeof Conte
     };
     if (!out.ok) return create(RequestContextResponseSchema, { ...common, success: false, errorCode: out.code, errorMessage: out.message });
     const s = out.selected;
-    if (/json/i.test(hctx.requestHeader.get('content-type') ?? '')) {
+    if (json) {
       return create(RequestContextResponseSchema, { ...common, success: true, scdIds: s.scdIds, scdContent: s.scdContent, contextBundleIds: s.bundleIds });
     }
     const res = create(RequestContextResponseSchema, { ...common, success: true });
     res.$unknown = selectionFields(s);
     return res;
-  };
+  }
 }
