@@ -158,7 +158,12 @@ describe.skipIf(!HAVE_REDIS_SERVER)('Redis outage and return (private redis-serv
     for (const s of [s1, s2]) expect(s.contexts[2]).toMatchObject({ type: SNAPSHOT, bundle_version: '1.1.0' });
     expect(s3.contexts[1]).toMatchObject({ type: SNAPSHOT, bundle_version: '1.1.0' });
     for (const s of [s1, s2, s3]) expect(s.messages.map((m) => m.sequence)).toEqual(s.messages.map((_, i) => i + 1));
-    const resyncs = await b.ctx.db.query<{ details: any }>("SELECT details FROM context_service_events WHERE event_type = 'resync' AND process_id = $1", [b.ctx.processId]);
+    // The resync event is recorded beside the delivery, not before it: wait for the row.
+    let resyncs: Array<{ details: any }> = [];
+    for (let i = 0; i < 100 && resyncs.length === 0; i++) {
+      resyncs = await b.ctx.db.query<{ details: any }>("SELECT details FROM context_service_events WHERE event_type = 'resync' AND process_id = $1", [b.ctx.processId]);
+      if (resyncs.length === 0) await sleep(100);
+    }
     expect(resyncs.length).toBeGreaterThan(0);
     expect(resyncs[0]!.details).toMatchObject({ reason: 'broker_reconnect', streams: 3 });
 
