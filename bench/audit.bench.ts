@@ -8,7 +8,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Bench } from './run.js';
-import { closedLoop, fmt, peakRssMb } from './load-gen.js';
+import { closedLoop, cpuSeconds, fmt, peakRssMb } from './load-gen.js';
 import { ADMIN_KEY, createTestDb, type TestDb } from '../test/harness.js';
 import { spawnApi } from '../test/audit/server-process.js';
 import { ensureGenesis, systemClock } from '../src/shared/app-context.js';
@@ -123,12 +123,14 @@ export default async function auditBench(b: Bench): Promise<void> {
       const proc = await spawnApi(t.appUrl!, deploymentId, { DATABASE_MIGRATION_URL: t.ownerUrl!, LOG_LEVEL: 'error' });
       try {
         const rssBefore = peakRssMb(proc.child.pid!);
+        const cpu0 = cpuSeconds(proc.child.pid!);
         const t0 = performance.now();
         const r = await fetch(`${proc.url}/api/audit/verify`, { headers: { 'x-admin-key': ADMIN_KEY } });
         const v = (await r.json()) as { status: string; record_count: number };
         const s = (performance.now() - t0) / 1000;
         const rssPeak = peakRssMb(proc.child.pid!);
-        b.print(`${fmt(v.record_count / s)} records/s (${s.toFixed(2)} s) | GET /api/audit/verify, both chains, status ${v.status} | ${v.record_count} records | ${db} | target >= 500,000/s`);
+        const cpuPerRecord = ((cpuSeconds(proc.child.pid!) - cpu0) / v.record_count) * 1e6;
+        b.print(`${fmt(v.record_count / s)} records/s (${s.toFixed(2)} s) | GET /api/audit/verify, both chains, status ${v.status} | ${v.record_count} records | ${db} | target >= 500,000/s; server CPU ${fmt(cpuPerRecord, 2)} µs/record`);
         b.print(`${fmt(rssPeak)} MB | peak RSS of the server process during verify (VmHWM; ${fmt(rssBefore)} MB before the call) | ${v.record_count} records | ${db} | target < 256 MB`);
       } finally {
         await proc.stop();
