@@ -5,25 +5,10 @@
  */
 import type { AppContext } from '../../shared/app-context.js';
 import { AppError } from '../../shared/errors.js';
+import type { components } from '../../../gen/openapi/control-plane.js';
 
-export interface AuditRecord {
-  request_id: string;
-  agent_id: string | null;
-  task_type: string;
-  request_params: Record<string, unknown> | null;
-  intent_valid: boolean;
-  validation_errors: Record<string, unknown> | null;
-  context_bundle_ids: string[] | null;
-  context_scd_ids: string[] | null;
-  processing_time_ms: number | null;
-  requested_at: string;
-  chain_sequence: number;
-  previous_hash: string;
-  record_hash: string;
-  content_hash: string | null;
-  chain_id: string | null;
-  parent_request_id: string | null;
-}
+/** The wire shape of an audit record comes from the contract (gen/), never a hand-written copy. */
+export type AuditRecord = components['schemas']['AuditRecord'];
 
 const COLUMNS = `request_id, agent_id, task_type, request_params, intent_valid, validation_errors, context_bundle_ids,
   context_scd_ids, processing_time_ms, requested_at, chain_sequence, previous_hash, record_hash, content_hash, chain_id,
