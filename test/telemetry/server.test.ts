@@ -61,6 +61,16 @@ afterAll(async () => {
   await rx?.close();
 });
 
+
+/** Every admin-gated telemetry route (opId, method, path), shared by the auth tests below. */
+const ADMIN_ROUTES = [
+  ['getTelemetryConfig', 'GET', '/config'],
+  ['getTelemetryStats', 'GET', '/stats'],
+  ['listTelemetryLog', 'GET', '/log'],
+  ['listTelemetryInspectionLog', 'GET', '/telemetry/log'],
+  ['triggerTelemetryReport', 'POST', '/trigger'],
+] as const;
+
 describe('telemetry service', () => {
   it('answers health without a key', async () => {
     const r = await call(t, 'getTelemetryHealth', 'GET', '/health', false);
@@ -166,13 +176,7 @@ describe('telemetry service', () => {
   });
 
   it('refuses a missing or wrong admin key', async () => {
-    for (const [opId, method, p] of [
-      ['getTelemetryConfig', 'GET', '/config'],
-      ['getTelemetryStats', 'GET', '/stats'],
-      ['listTelemetryLog', 'GET', '/log'],
-      ['listTelemetryInspectionLog', 'GET', '/telemetry/log'],
-      ['triggerTelemetryReport', 'POST', '/trigger'],
-    ] as const) {
+    for (const [opId, method, p] of ADMIN_ROUTES) {
       const none = await call(t, opId, method, p, false);
       expect(none.status).toBe(401);
       const wrong = await t.call('telemetry', method, p, { headers: { 'x-admin-key': 'admin_wrong_000000000000000000' } });
@@ -237,13 +241,7 @@ describe('telemetry service without an endpoint', () => {
     // Same database as the disabled stack (creating one is the slow part).
     const u = await startTestStack({ services: ['telemetry'], env: { ADMIN_API_KEY: '' }, testDb: d.testDb });
     try {
-      for (const [opId, method, p] of [
-        ['getTelemetryConfig', 'GET', '/config'],
-        ['getTelemetryStats', 'GET', '/stats'],
-        ['listTelemetryLog', 'GET', '/log'],
-        ['listTelemetryInspectionLog', 'GET', '/telemetry/log'],
-        ['triggerTelemetryReport', 'POST', '/trigger'],
-      ] as const) {
+      for (const [opId, method, p] of ADMIN_ROUTES) {
         const r = await call(u, opId, method, p, true);
         expect(r.status).toBe(503);
         expect(r.body).toEqual({ error: 'unavailable', message: 'Admin API not configured' });

@@ -10,7 +10,7 @@
 import { create, toBinary, type UnknownField } from '@bufbuild/protobuf';
 import { BinaryReader } from '@bufbuild/protobuf/wire';
 import type { AppContext } from '../../shared/app-context.js';
-import { loadTagContext } from '../../api/tags/tag-context.js';
+import { loadTagContext, type TagContext } from '../../api/tags/tag-context.js';
 import { ContextMessageSchema } from '../../../gen/proto/context_pb.js';
 
 export interface TagState {
@@ -19,14 +19,7 @@ export interface TagState {
   tag: string;
   updatedAt: Date;
   /** The ContextMessage fields shared by every stream (read-only: shared between messages). */
-  fields: {
-    bundleId: string;
-    bundleVersion: string;
-    resolvedBundleIds: string[];
-    contextYaml: string;
-    scdIds: string[];
-    scdContent: Record<string, string>;
-  };
+  fields: Omit<TagContext, 'tag' | 'updatedAt'>;
   /**
    * The same fields already in protobuf wire form (encoded once per read, not once per
    * stream): a binary stream attaches them to each message as pre-encoded fields, so a
