@@ -9,17 +9,25 @@ import { requestContext, type ContextErrorCode, type ContextOutcome } from './re
 
 const STATUS: Record<ContextErrorCode, number> = { AUTH_FAILED: 401, INTENT_NOT_ALLOWED: 403, VALIDATION_ERROR: 400, INTERNAL_ERROR: 500 };
 
-/** A context answer, transport-neutral: the JSON body as bytes. */
+/**
+ * A context answer, transport-neutral: the JSON body as bytes, in two parts so that the
+ * shared selection bytes are written as they are, never copied per request.
+ */
 export interface ContextAnswer {
   status: number;
-  bytes: Buffer;
+  head: Buffer;
+  /** The rest of the body after `head` (empty for refusals). */
+  tail: Buffer;
 }
 
-const json = (status: number, body: unknown): ContextAnswer => ({ status, bytes: Buffer.from(JSON.stringify(body), 'utf8') });
+const EMPTY = Buffer.alloc(0);
+const json = (status: number, body: unknown): ContextAnswer => ({ status, head: Buffer.from(JSON.stringify(body), 'utf8'), tail: EMPTY });
+/** The whole body in one buffer (for the edge, which wants one). */
+export const answerBytes = (a: ContextAnswer): Buffer => (a.tail.length ? Buffer.concat([a.head, a.tail]) : a.head);
 export const internalErrorAnswer = (): ContextAnswer => json(500, { success: false, error_code: 'INTERNAL_ERROR', error_message: 'Internal error' });
 
 /**
- * The selection's part of the answer, serialized and UTF-8 encoded once per (shared, frozen)
+ * The selection's part of the answer (and the body's closing brace), serialized and UTF-8 encoded once per (shared, frozen)
  * selection: W1 answers carry about 40 KB of SCD content and W2 about 87 KB, and serializing
  * and encoding them per request would dominate. A request adds only its own small head.
  */
@@ -27,19 +35,18 @@ const fragments = new WeakMap<SelectedContext, Buffer>();
 function selectionBytes(s: SelectedContext): Buffer {
   let f = fragments.get(s);
   if (f === undefined) {
-    f = Buffer.from(`"scd_ids":${JSON.stringify(s.scdIds)},"scd_content":${s.scdContentJson},"context_bundle_ids":${JSON.stringify(s.bundleIds)}`, 'utf8');
+    f = Buffer.from(`"scd_ids":${JSON.stringify(s.scdIds)},"scd_content":${s.scdContentJson},"context_bundle_ids":${JSON.stringify(s.bundleIds)}}`, 'utf8');
     fragments.set(s, f);
   }
   return f;
 }
-const CLOSE = Buffer.from('}');
 
 function toAnswer(out: ContextOutcome): ContextAnswer {
   if (!out.ok) return json(STATUS[out.code], { success: false, error_code: out.code, error_message: out.message, request_id: out.requestId });
   const head =
     `{"success":true,"request_id":"${out.requestId}","agent_id":${JSON.stringify(out.agentId)},"role_id":${JSON.stringify(out.roleId)},` +
     `"task_type":${JSON.stringify(out.taskType)},"timestamp":${out.timestamp},"processing_time_ms":${out.processingTimeMs},`;
-  return { status: 200, bytes: Buffer.concat([Buffer.from(head, 'utf8'), selectionBytes(out.selected), CLOSE]) };
+  return { status: 200, head: Buffer.from(head, 'utf8'), tail: selectionBytes(out.selected) };
 }
 
 /**

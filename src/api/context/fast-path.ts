@@ -80,8 +80,9 @@ export function contextFastPath(ctx: AppContext): HttpPreHandler {
       }
       void answerContext(ctx, { requestId, apiKey: header(req.headers['x-api-key']), body, issues, startedAt }).then((a) => {
         if (res.destroyed) return;
-        res.writeHead(a.status, { 'content-type': CONTENT_TYPE, 'content-length': a.bytes.length, 'x-request-id': requestId });
-        res.end(a.bytes);
+        res.writeHead(a.status, { 'content-type': CONTENT_TYPE, 'content-length': a.head.length + a.tail.length, 'x-request-id': requestId });
+        if (a.tail.length) res.write(a.head);
+        res.end(a.tail.length ? a.tail : a.head);
       });
     });
     return true;

@@ -10,13 +10,13 @@
 import type { AppContext } from '../../shared/app-context.js';
 import { BODY_LIMIT_BYTES, type HandlerResult, type RequestInfo, type ValidationIssue } from '../../shared/http/openapi-app.js';
 import type { RouteModule } from '../../shared/service.js';
-import { answerContext, CONTENT_TYPE, internalErrorAnswer } from './answer.js';
+import { answerBytes, answerContext, CONTENT_TYPE, internalErrorAnswer } from './answer.js';
 import { mintSubscribeTokenHandler } from './token.js';
 import { contextFastPath } from './fast-path.js';
 
 async function viaEdge(req: RequestInfo, ctx: AppContext, issues: ValidationIssue[] | null, tooLarge = false): Promise<HandlerResult> {
   const a = await answerContext(ctx, { requestId: req.requestId, apiKey: req.headers['x-api-key'], body: req.body, issues, tooLarge });
-  return new Response(a.bytes as Uint8Array<ArrayBuffer>, { status: a.status, headers: { 'content-type': CONTENT_TYPE, 'x-request-id': req.requestId } });
+  return new Response(answerBytes(a) as Uint8Array<ArrayBuffer>, { status: a.status, headers: { 'content-type': CONTENT_TYPE, 'x-request-id': req.requestId } });
 }
 
 export const routes: RouteModule = {
@@ -30,7 +30,7 @@ export const routes: RouteModule = {
   internalError: {
     requestContext: () => {
       const a = internalErrorAnswer();
-      return new Response(a.bytes as Uint8Array<ArrayBuffer>, { status: a.status, headers: { 'content-type': CONTENT_TYPE } });
+      return new Response(answerBytes(a) as Uint8Array<ArrayBuffer>, { status: a.status, headers: { 'content-type': CONTENT_TYPE } });
     },
   },
   payloadTooLarge: {

@@ -6,9 +6,9 @@
  * could not be committed (INTERNAL), so no context leaves.
  */
 import { randomUUID } from 'node:crypto';
-import { create, type UnknownField } from '@bufbuild/protobuf';
+import { create } from '@bufbuild/protobuf';
 import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
-import { Code, ConnectError, type HandlerContext, type ServiceImpl } from '@connectrpc/connect';
+import { Code, ConnectError, type ServiceImpl } from '@connectrpc/connect';
 import type { AppContext } from '../../shared/app-context.js';
 import type { ValidationIssue } from '../../shared/http/openapi-app.js';
 import { RequestContextResponseSchema, type ContextService, type RequestContextRequest, type RequestContextResponse } from '../../../gen/proto/context_pb.js';
@@ -22,26 +22,26 @@ const CONTEXT_BUNDLE_IDS = 12;
 
 /**
  * The selection's fields (scd_ids, scd_content, context_bundle_ids) encoded once per shared,
- * frozen selection, as protobuf field occurrences the binary writer copies verbatim
- * (`$unknown`): encoding 40-90 KB of map entries per request would dominate the call. Used
- * for binary codecs only; a JSON client gets the ordinary fields.
+ * frozen selection, as the protobuf bytes of those field occurrences: encoding 40-90 KB of
+ * map entries per request would dominate the call. Protobuf lets fields appear in any order,
+ * so an answer is its small per-call fields followed by these bytes. Binary codecs only; a
+ * JSON client gets the ordinary fields.
  */
-const encoded = new WeakMap<SelectedContext, UnknownField[]>();
-function selectionFields(s: SelectedContext): UnknownField[] {
-  let f = encoded.get(s);
-  if (f === undefined) {
-    const str = (v: string) => new BinaryWriter().string(v).finish();
-    f = [
-      ...s.scdIds.map((id) => ({ no: SCD_IDS, wireType: WireType.LengthDelimited, data: str(id) })),
-      ...s.scdIds.map((id) => {
-        const entry = new BinaryWriter().tag(1, WireType.LengthDelimited).string(id).tag(2, WireType.LengthDelimited).string(s.scdContent[id] ?? '').finish();
-        return { no: SCD_CONTENT, wireType: WireType.LengthDelimited, data: new BinaryWriter().bytes(entry).finish() };
-      }),
-      ...s.bundleIds.map((id) => ({ no: CONTEXT_BUNDLE_IDS, wireType: WireType.LengthDelimited, data: str(id) })),
-    ];
-    encoded.set(s, f);
+const encoded = new WeakMap<SelectedContext, Buffer>();
+export function selectionBytes(s: SelectedContext): Buffer {
+  let b = encoded.get(s);
+  if (b === undefined) {
+    const w = new BinaryWriter();
+    for (const id of s.scdIds) w.tag(SCD_IDS, WireType.LengthDelimited).string(id);
+    for (const id of s.scdIds) {
+      w.tag(SCD_CONTENT, WireType.LengthDelimited).fork().tag(1, WireType.LengthDelimited).string(id).tag(2, WireType.LengthDelimited).string(s.scdContent[id] ?? '').join();
+    }
+    for (const id of s.bundleIds) w.tag(CONTEXT_BUNDLE_IDS, WireType.LengthDelimited).string(id);
+    const u8 = w.finish();
+    b = Buffer.from(u8.buffer, u8.byteOffset, u8.byteLength);
+    encoded.set(s, b);
   }
-  return f;
+  return b;
 }
 
 /** The contract's ContextRequest rules, for a message protobuf already typed. */
@@ -62,47 +62,44 @@ export function validateRequestContext(req: RequestContextRequest): ValidationIs
 
 /** The RequestContext implementation, for `router.service(ContextService, { requestContext, ... })`. */
 export function requestContextHandler(ctx: AppContext): ServiceImpl<typeof ContextService>['requestContext'] {
-  return (req: RequestContextRequest, hctx: HandlerContext) => runRequestContext(ctx, req, /json/i.test(hctx.requestHeader.get('content-type') ?? ''));
+  // Through the router (gRPC-Web, Connect, JSON, compressed calls) the message is encoded
+  // whole; plain binary gRPC takes the fast path of request-context-h2.ts.
+  return async (req: RequestContextRequest) => (await runRequestContext(ctx, req, false)).message;
 }
 
 /**
- * Runs one RequestContext call. With `json` false the selection's fields are attached
- * pre-encoded (`$unknown`, see selectionFields); a JSON codec needs the ordinary fields.
+ * Runs one RequestContext call. With `preEncoded` the message leaves out the selection's
+ * fields and `selected` is returned instead: the caller appends selectionBytes(selected) to
+ * the encoded message. Without it the message carries every field.
  * Throws ConnectError(INTERNAL) only when the audit record could not be committed.
  */
-export async function runRequestContext(ctx: AppContext, req: RequestContextRequest, json: boolean): Promise<RequestContextResponse> {
-  {
-    const startedAt = performance.now();
-    const issues = validateRequestContext(req);
-    // Empty proto3 fields mean "not given".
-    const body = {
-      task_type: req.taskType,
-      params: Object.keys(req.params).length ? req.params : undefined,
-      chain_id: req.chainId || undefined,
-      parent_request_id: req.parentRequestId || undefined,
-    };
-    let out;
-    try {
-      out = await requestContext(ctx, { requestId: randomUUID(), apiKey: req.apiKey, body, issues: issues.length ? issues : null, startedAt });
-    } catch (e) {
-      ctx.logger.error('context request failed', { error: e as Error });
-      throw new ConnectError('Internal error', Code.Internal);
-    }
-    const common = {
-      requestId: out.requestId,
-      agentId: out.agentId ?? '',
-      roleId: out.roleId ?? '',
-      taskType: out.taskType,
-      timestamp: BigInt(out.timestamp),
-      processingTimeMs: out.processingTimeMs,
-    };
-    if (!out.ok) return create(RequestContextResponseSchema, { ...common, success: false, errorCode: out.code, errorMessage: out.message });
-    const s = out.selected;
-    if (json) {
-      return create(RequestContextResponseSchema, { ...common, success: true, scdIds: s.scdIds, scdContent: s.scdContent, contextBundleIds: s.bundleIds });
-    }
-    const res = create(RequestContextResponseSchema, { ...common, success: true });
-    res.$unknown = selectionFields(s);
-    return res;
+export async function runRequestContext(ctx: AppContext, req: RequestContextRequest, preEncoded: boolean): Promise<{ message: RequestContextResponse; selected: SelectedContext | null }> {
+  const startedAt = performance.now();
+  const issues = validateRequestContext(req);
+  // Empty proto3 fields mean "not given".
+  const body = {
+    task_type: req.taskType,
+    params: Object.keys(req.params).length ? req.params : undefined,
+    chain_id: req.chainId || undefined,
+    parent_request_id: req.parentRequestId || undefined,
+  };
+  let out;
+  try {
+    out = await requestContext(ctx, { requestId: randomUUID(), apiKey: req.apiKey, body, issues: issues.length ? issues : null, startedAt });
+  } catch (e) {
+    ctx.logger.error('context request failed', { error: e as Error });
+    throw new ConnectError('Internal error', Code.Internal);
   }
+  const common = {
+    requestId: out.requestId,
+    agentId: out.agentId ?? '',
+    roleId: out.roleId ?? '',
+    taskType: out.taskType,
+    timestamp: BigInt(out.timestamp),
+    processingTimeMs: out.processingTimeMs,
+  };
+  if (!out.ok) return { message: create(RequestContextResponseSchema, { ...common, success: false, errorCode: out.code, errorMessage: out.message }), selected: null };
+  const s = out.selected;
+  if (!preEncoded) return { message: create(RequestContextResponseSchema, { ...common, success: true, scdIds: s.scdIds, scdContent: s.scdContent, contextBundleIds: s.bundleIds }), selected: null };
+  return { message: create(RequestContextResponseSchema, { ...common, success: true }), selected: s };
 }
