@@ -1,5 +1,7 @@
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { tmpDir } from '../../../test/collector/helpers.js';
 import { msToIso } from '../otlp/any-value.js';
@@ -81,6 +83,50 @@ describe('CollectorStore', () => {
     store.close();
     expect(() => new CollectorStore(path.join(dir, 'c.sqlite'))).toThrow(/newer/);
     store = new CollectorStore(':memory:');
+  });
+});
+
+describe('checkpoints and durability', () => {
+  const bulk = (from: number, n: number) =>
+    Array.from({ length: n }, (_, i) => row(`e${from + i}`, { raw_attributes: JSON.stringify({ pad: 'x'.repeat(1000), i: from + i }) }));
+
+  it('copies the WAL into the database from a background thread, without the writer checkpointing', async () => {
+    store.registerSource('vendor-code-cli', 'd', manifest);
+    for (let b = 0; b < 10; b++) store.commit('vendor-code-cli', { rows: bulk(b * 500, 500) });
+    const file = path.join(dir, 'c.sqlite');
+    // The writer's own threshold is far away: only the checkpointer can have copied frames.
+    expect(fs.statSync(`${file}-wal`).size).toBeLessThan(8192 * 16384);
+    // Frames reach the database file only through a checkpoint: its size says how far it got
+    // (the thread runs alongside, so it may have started during the commits above).
+    for (let i = 0; i < 50 && fs.statSync(file).size < 5_000_000; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(fs.statSync(file).size).toBeGreaterThan(5_000_000);
+    expect(truth()).toMatchObject({ total_events: 5000 });
+  });
+
+  it('keeps every committed transaction, rows and position together, when the process dies without closing', () => {
+    store.close();
+    const file = path.join(dir, 'c.sqlite');
+    const storeModule = path.join(path.dirname(fileURLToPath(import.meta.url)), 'store.ts');
+    const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+    const code = `
+      const { CollectorStore } = await import(${JSON.stringify(storeModule)});
+      const s = new CollectorStore(${JSON.stringify(file)});
+      s.registerSource('vendor-code-cli', 'd', { captures: [], does_not_capture: [], caveats: [] });
+      const row = (i) => [\`e\${i}\`, 'vendor-code-cli', '2026-01-01T00:00:00.000Z', null, null, null, 'x', 'unknown', null, null, null, null, null, null, null, null, null, null, null, null, null, JSON.stringify({ pad: 'x'.repeat(1000), i }), '2026-01-02T00:00:00.000Z'];
+      for (let b = 0; b < 20; b++) {
+        const rows = Array.from({ length: 500 }, (_, i) => row(b * 500 + i));
+        s.commit('vendor-code-cli', { rows, tail: { active_path: '/x', file_key: '1:2', file_path: '/x', file_offset: (b + 1) * 1000, file_mtime_ms: 1, fingerprint: null, fingerprint_len: 0 } });
+      }
+      process.kill(process.pid, 'SIGKILL');
+    `;
+    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: root, encoding: 'utf8' });
+    expect(r.stderr).toBe('');
+    expect(r.signal).toBe('SIGKILL');
+    store = new CollectorStore(file);
+    expect(truth()).toMatchObject({ total_events: 10_000 });
+    expect(store.getTailState('vendor-code-cli')).toMatchObject({ file_offset: 20_000 });
+    store.registerSource('vendor-code-cli', 'd', manifest);
+    expect(store.listSources()[0]).toMatchObject({ event_count: 10_000 });
   });
 });
 

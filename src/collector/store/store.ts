@@ -11,7 +11,9 @@
  *   actually inserted, and are recomputed from the table at registration.
  */
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
+import { Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import type { components } from '../../../gen/openapi/collector.js';
 import { SCHEMA_SQL, SCHEMA_VERSION, type EventType } from './schema.js';
@@ -104,22 +106,34 @@ export class CollectorStore {
   private readonly putTail: Database.Statement;
   private readonly putCursor: Database.Statement;
   private readonly commitTx: (sourceId: SourceId, input: CommitInput, now: string) => number;
+  private readonly memory: boolean;
+  private checkpointer: Checkpointer | null = null;
+  private checkpointerTried = false;
 
   constructor(file: string) {
+    this.memory = file === ':memory:' || file === '';
     if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
     this.db = new Database(file);
     // Rows are about 1 KiB (raw_attributes): larger pages cost less per row. Only takes
     // effect when the file is created, before WAL mode is set.
     this.db.pragma('page_size = 16384');
-    // WAL + NORMAL: a crash may lose the last transactions, but rows and the position
-    // after them are lost together, so the collector simply reads them again.
+    // WAL + synchronous=NORMAL, the durability trade-off: a commit is appended to the WAL
+    // with write() and not fsynced, so a committed transaction survives a crash of this
+    // process (the bytes are in the OS), but an OS crash or power loss may lose the last
+    // transactions (never corrupting the file). Rows and the position after them are in
+    // one transaction, so they are lost together and the collector simply reads them again.
+    // The fsyncs happen at checkpoints (WAL, then database), which the background
+    // checkpointer below takes off this thread.
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
     this.db.pragma('busy_timeout = 5000');
-    // A bounded page cache (32 MiB) and fewer, larger checkpoints during bulk ingestion;
-    // memory stays flat whatever the size of the input or of the store.
+    // A bounded page cache (32 MiB): memory stays flat whatever the size of the input or
+    // of the store.
     this.db.pragma('cache_size = -32768');
-    this.db.pragma('wal_autocheckpoint = 4000');
+    // Checkpoints are the background checkpointer's; this connection checkpoints itself only
+    // when the WAL reaches 128 MiB (then mostly copied already, so the pause is short), which
+    // bounds the WAL whether or not the checkpointer keeps up, or runs at all.
+    this.db.pragma(`wal_autocheckpoint = ${WRITER_AUTOCHECKPOINT_PAGES}`);
     const version = this.db.pragma('user_version', { simple: true }) as number;
     if (version > SCHEMA_VERSION) {
       this.db.close();
@@ -213,7 +227,9 @@ export class CollectorStore {
 
   /** Writes rows and progress atomically; returns the number of rows actually inserted. */
   commit(sourceId: SourceId, input: CommitInput, now: Date = new Date()): number {
-    return this.commitTx(sourceId, input, now.toISOString());
+    const inserted = this.commitTx(sourceId, input, now.toISOString());
+    if (inserted && !this.checkpointerTried) this.startCheckpointer();
+    return inserted;
   }
 
   getTailState(sourceId: SourceId): TailState | null {
@@ -275,8 +291,92 @@ export class CollectorStore {
       .get() as ActivityStats;
   }
 
+  /**
+   * Starts the background checkpointer (file stores only; idempotent). Called at the first
+   * commit that inserts rows, so that a store only read (or a test's) costs no thread.
+   */
+  private startCheckpointer(): void {
+    if (this.checkpointerTried || this.memory || !this.db.open) return;
+    this.checkpointerTried = true;
+    this.checkpointer = Checkpointer.start(path.resolve(this.db.name));
+  }
+
   close(): void {
+    this.checkpointer?.stop();
+    this.checkpointer = null;
     if (this.db.open) this.db.close();
+  }
+}
+
+/** The writer's own autocheckpoint threshold (16 KiB pages): the WAL's bound. */
+const WRITER_AUTOCHECKPOINT_PAGES = 8192;
+
+const CHECKPOINTER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const Database = require(workerData.driver);
+const done = new Int32Array(workerData.done);
+let db = null;
+let timer = null;
+function finish() {
+  if (timer) clearTimeout(timer);
+  timer = null;
+  try { if (db && db.open) db.close(); } catch {}
+  db = null;
+  Atomics.store(done, 0, 1);
+  Atomics.notify(done, 0);
+  parentPort.close();
+}
+function tick() {
+  timer = null;
+  try {
+    // PASSIVE: copies what it can without waiting for, or blocking, the writer or readers.
+    db.pragma('wal_checkpoint(PASSIVE)');
+  } catch {}
+  timer = setTimeout(tick, workerData.intervalMs);
+}
+parentPort.on('message', (m) => { if (m === 'stop') finish(); });
+try {
+  db = new Database(workerData.file, { fileMustExist: true });
+  db.pragma('busy_timeout = 0');
+  tick();
+} catch {
+  finish();
+}
+`;
+
+/**
+ * A thread with its own connection that runs PASSIVE checkpoints every 100 ms, so that
+ * copying WAL frames into the database and the fsyncs that go with it overlap with parsing
+ * and committing instead of stalling the writer's thread. It changes nothing about what is
+ * durable: commits are in the WAL either way, and SQLite checkpoints safely from any
+ * connection. If it cannot start, the writer's own autocheckpoint does the work.
+ */
+class Checkpointer {
+  private constructor(
+    private readonly worker: Worker,
+    private readonly done: Int32Array,
+  ) {}
+
+  static start(file: string): Checkpointer | null {
+    try {
+      const done = new SharedArrayBuffer(4);
+      const worker = new Worker(CHECKPOINTER_SOURCE, {
+        eval: true,
+        workerData: { driver: createRequire(import.meta.url).resolve('better-sqlite3'), file, done, intervalMs: 100 },
+      });
+      worker.unref();
+      worker.on('error', () => {}); // the writer's autocheckpoint covers for it
+      return new Checkpointer(worker, new Int32Array(done));
+    } catch {
+      return null;
+    }
+  }
+
+  /** Closes the checkpointer's connection before the writer's (waits up to 5 s for a checkpoint in progress). */
+  stop(): void {
+    this.worker.postMessage('stop');
+    Atomics.wait(this.done, 0, 0, 5000);
+    void this.worker.terminate();
   }
 }
 
