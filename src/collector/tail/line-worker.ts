@@ -15,11 +15,12 @@ const redactor = new Redactor(data.hmacSecret);
 const DEFS = { [cowork.profile.sourceId]: cowork, [codeCli.profile.sourceId]: codeCli } as Record<string, typeof cowork>;
 const port = parentPort!;
 
-port.on('message', (m: { id: number; sourceId: string; lines: string[]; now: string }) => {
+port.on('message', (m: { id: number; sourceId: string; lines?: string[]; data?: ArrayBuffer; ends?: Uint32Array; now: string }) => {
   try {
     const def = DEFS[m.sourceId];
     if (!def) throw new Error(`no OTLP collector ${m.sourceId}`);
-    const result = processBatch((line, rows, counters, now) => processOtlpLine(line, { profile: def.profile, redactor, now }, rows, counters), m.lines, m.now);
+    const lines = m.lines ?? { data: Buffer.from(m.data!), ends: m.ends! };
+    const result = processBatch((line, rows, counters, now) => processOtlpLine(line, { profile: def.profile, redactor, now }, rows, counters), lines, m.now);
     port.postMessage({ id: m.id, result });
   } catch (e) {
     port.postMessage({ id: m.id, error: (e as Error).message });

@@ -5,7 +5,7 @@ import { codeCli } from '../code-cli/definition.js';
 import { cowork } from '../cowork/definition.js';
 import { processOtlpLine } from '../otlp/lines.js';
 import { Redactor } from '../redact/redactor.js';
-import { inThreadProcessor, ParsePool, poolProcessor } from './processor.js';
+import { inThreadProcessor, packLines, ParsePool, poolProcessor } from './processor.js';
 
 const NOW = '2030-01-01T00:00:00.000Z';
 
@@ -30,9 +30,23 @@ describe('line processors', () => {
       // Batches are independent, spread over the threads, and each answered as its own.
       const parts = await Promise.all(lines.map((l) => w.process([l], NOW)));
       expect(parts.flatMap((p) => p.rows)).toEqual(here.rows);
+      // As the tailer hands them over: the lines' bytes, moved to the thread.
+      const bytes = packLines(lines.map((l) => Buffer.from(l)));
+      expect(await w.process(bytes, NOW)).toEqual(here);
+      expect(bytes.data.byteLength).toBe(0); // transferred, not copied
+      expect(await inThreadProcessor(fallback).process(packLines(lines.map((l) => Buffer.from(l))), NOW)).toEqual(here);
     } finally {
       await pool.close();
     }
+  });
+});
+
+describe('packLines', () => {
+  it('keeps each line whole, multi-byte characters and empty lines included', async () => {
+    const lines = ['{"a":"é€😀"}', '', 'x', '{"b":"\\u00e9"}'];
+    const seen: string[] = [];
+    await inThreadProcessor((line) => void seen.push(line)).process(packLines(lines.map((l) => Buffer.from(l))), NOW);
+    expect(seen).toEqual(lines);
   });
 });
 

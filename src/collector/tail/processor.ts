@@ -14,19 +14,53 @@ export interface BatchResult {
   counters: Counters;
 }
 
+/**
+ * Complete lines as their bytes, back to back without the newlines: line i is
+ * `data[ends[i-1] ?? 0, ends[i])`. This is how the tailer hands lines over: the bytes are
+ * moved (transferred) to a parsing thread, which decodes them, instead of being decoded
+ * and then copied again in the tailer's thread.
+ */
+export interface LineBuffer {
+  data: Buffer;
+  ends: Uint32Array;
+}
+
+/** A batch: decoded lines, or their bytes. */
+export type LineBatch = string[] | LineBuffer;
+
 export interface LineBatchProcessor {
-  process(lines: string[], now: string): Promise<BatchResult>;
+  process(lines: LineBatch, now: string): Promise<BatchResult>;
   close(): Promise<void>;
 }
 
 export type LineProcessor = (line: string, rows: ActivityRow[], counters: Counters, now: string) => void;
 
+/** Packs line slices into one buffer of its own (so that it can be transferred). */
+export function packLines(lines: Buffer[]): LineBuffer {
+  let total = 0;
+  for (const l of lines) total += l.length;
+  const data = Buffer.allocUnsafeSlow(total);
+  const ends = new Uint32Array(lines.length);
+  let at = 0;
+  for (let i = 0; i < lines.length; i++) {
+    at += lines[i].copy(data, at);
+    ends[i] = at;
+  }
+  return { data, ends };
+}
+
+export function batchSize(lines: LineBatch): number {
+  return Array.isArray(lines) ? lines.length : lines.ends.length;
+}
+
 /** Runs a batch through `processLine` here; a line that throws is counted as malformed. */
-export function processBatch(processLine: LineProcessor, lines: string[], now: string): BatchResult {
+export function processBatch(processLine: LineProcessor, lines: LineBatch, now: string): BatchResult {
   const rows: ActivityRow[] = [];
   const counters: Counters = {};
-  for (const line of lines) {
+  const n = batchSize(lines);
+  for (let i = 0; i < n; i++) {
     try {
+      const line = Array.isArray(lines) ? lines[i] : lines.data.toString('utf8', i ? lines.ends[i - 1] : 0, lines.ends[i]);
       processLine(line, rows, counters, now);
     } catch {
       bump(counters, 'lines_malformed');
@@ -106,12 +140,20 @@ class ParseWorker {
     this.pending.clear();
   }
 
-  async process(sourceId: SourceId, lines: string[], now: string): Promise<BatchResult | null> {
+  async process(sourceId: SourceId, lines: LineBatch, now: string): Promise<BatchResult | null> {
     if (this.broken || !(await this.start()) || !this.worker) return null;
     const id = ++this.seq;
     return new Promise<BatchResult>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      this.worker!.postMessage({ id, sourceId, lines, now });
+      if (Array.isArray(lines)) {
+        this.worker!.postMessage({ id, sourceId, lines, now });
+        return;
+      }
+      // The bytes move to the thread (no copy) when the buffer is a whole one of its own.
+      const { data, ends } = lines;
+      const own = data.byteOffset === 0 && data.byteLength === data.buffer.byteLength && !(data.buffer instanceof SharedArrayBuffer);
+      const bytes = own ? (data.buffer as ArrayBuffer) : new Uint8Array(data).buffer;
+      this.worker!.postMessage({ id, sourceId, data: bytes, ends, now }, [bytes, ends.buffer as ArrayBuffer]);
     });
   }
 
@@ -141,8 +183,11 @@ export class ParsePool {
     await Promise.all(this.workers.map((w) => w.start()));
   }
 
-  /** The batch's result, or null when no thread is available (the caller parses itself). */
-  process(sourceId: SourceId, lines: string[], now: string): Promise<BatchResult | null> {
+  /**
+   * The batch's result, or null when no thread is available (the caller parses itself).
+   * A LineBuffer handed over is moved to the thread: the caller must not use it again.
+   */
+  process(sourceId: SourceId, lines: LineBatch, now: string): Promise<BatchResult | null> {
     const live = this.workers.filter((w) => !w.broken);
     if (!live.length) return Promise.resolve(null);
     let best = live[0];

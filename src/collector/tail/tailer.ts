@@ -22,7 +22,7 @@ import type { Clock } from '../../shared/app-context.js';
 import type { CollectorStore, PackedRow, SourceId, TailState } from '../store/store.js';
 import { bump, type Counters } from '../otlp/lines.js';
 import { fileKey, listRotated, statFile, type FileInfo } from './rotation.js';
-import { inThreadProcessor, type BatchResult, type LineBatchProcessor, type LineProcessor } from './processor.js';
+import { inThreadProcessor, packLines, type BatchResult, type LineBatchProcessor, type LineProcessor } from './processor.js';
 
 const FINGERPRINT_MAX = 4096;
 
@@ -201,7 +201,7 @@ export class FileTailer {
     let parts: Buffer[] = []; // the unfinished line so far
     let partsLen = 0;
     let skipping = false; // inside a line longer than maxLineBytes
-    let batch: string[] = [];
+    let batch: Buffer[] = []; // slices of the chunks read, packed into one buffer at dispatch
     let batchBytes = 0;
     let batchEnd = st.file_offset; // file offset after the last line in `batch`
     let extra: Counters = {}; // what the tailer itself counted (oversize lines)
@@ -231,7 +231,7 @@ export class FileTailer {
     };
     const dispatch = async () => {
       if (!batch.length && !Object.keys(extra).length) return;
-      const result = this.processor.process(batch, this.o.clock.now().toISOString());
+      const result = this.processor.process(packLines(batch), this.o.clock.now().toISOString());
       result.catch(() => {}); // awaited in order below; this only keeps it from being "unhandled"
       inflight.push({ result, end: batchEnd, extra });
       batch = [];
@@ -239,7 +239,7 @@ export class FileTailer {
       extra = {};
       while (inflight.length > this.depth) await commitOldest();
     };
-    const add = (line: string, end: number) => {
+    const add = (line: Buffer, end: number) => {
       batch.push(line);
       batchBytes += line.length;
       batchEnd = end;
@@ -279,7 +279,7 @@ export class FileTailer {
         for (;;) {
           const nl = data.indexOf(0x0a, s);
           if (nl < 0) break;
-          add(data.toString('utf8', s, nl), base + nl + 1);
+          add(data.subarray(s, nl), base + nl + 1);
           s = nl + 1;
           if (batchBytes >= this.batchBytes || batch.length >= this.batchLines) await dispatch();
           if (this.stopped) break;
@@ -294,7 +294,7 @@ export class FileTailer {
       }
       if (final && !this.stopped) {
         if (skipping) bump(extra, 'lines_oversize');
-        else if (partsLen) add(Buffer.concat(parts).toString('utf8'), readPos);
+        else if (partsLen) add(Buffer.concat(parts), readPos);
         batchEnd = readPos;
       }
       await dispatch();
