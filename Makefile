@@ -4,7 +4,7 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 SPECS := control-plane rules context-webhook telemetry collector
 
-.PHONY: install run test test-embedded test-real gen gen-check lint typecheck fuzz bench clean
+.PHONY: install run test test-embedded test-real gen gen-check lint typecheck fuzz bench bench-tools clean
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -44,7 +44,16 @@ test-real:
 fuzz: install
 	FUZZ_RUNS=2000 vitest run test/fuzz
 
-bench: install
+# The benchmarks' load generators, wrk and h2load (Debian's wrk and nghttp2-client), when
+# missing; where they cannot be installed the benchmarks use a Node generator and say so.
+bench-tools:
+	@command -v wrk >/dev/null && command -v h2load >/dev/null || \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	    { apt-get install -y -q wrk nghttp2-client >/dev/null 2>&1 || \
+	      { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q wrk nghttp2-client >/dev/null 2>&1; }; }; } || \
+	  echo "wrk/h2load could not be installed: the benchmarks use the Node load generator" >&2
+
+bench: install bench-tools
 	SVC_TEST_REAL=1 tsx bench/run.ts $(ONLY)
 
 clean:
