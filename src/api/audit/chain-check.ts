@@ -1,0 +1,608 @@
+/**
+ * The chain checker of `verifyAuditChain`, on bytes: it takes each record as the fields of
+ * a binary COPY row (copy-binary.ts), writes both hash inputs (hash.ts, decisions.md) into
+ * reusable buffers and hashes them there, with no string per field and nothing kept from
+ * one record to the next but the two previous hashes.
+ *
+ * The canonical JSON of every field is written straight from its binary form: text fields
+ * are quoted (escaped with JSON.stringify when they hold a quote, a backslash or a control
+ * character), text[] elements likewise, jsonb text is compacted (PostgreSQL writes it with
+ * a space after ':' and ',', escapes strings exactly as JSON.stringify does, and sorts keys
+ * by length first, so key order is checked); any jsonb this cannot prove canonical (a
+ * fraction, an exponent, a long number, keys out of order) goes through JSON.parse and
+ * canonicalJson, as the writer's own value did. requested_at (microseconds since 2000) is
+ * written as Date.prototype.toISOString() text.
+ */
+import { hash } from 'node:crypto';
+import { canonicalJson } from './hash.js';
+
+/** The columns the checker reads, in order (each cast pins its binary form). */
+export const CHECK_COLUMNS = [
+  'r.chain_sequence::int8',
+  'r.request_id::text',
+  'r.agent_id::text',
+  'r.task_type::text',
+  'r.request_params::jsonb',
+  'r.intent_valid::bool',
+  'r.validation_errors::jsonb',
+  'r.context_bundle_ids::text[]',
+  'r.context_scd_ids::text[]',
+  'r.processing_time_ms::int4',
+  'r.requested_at::timestamptz',
+  'r.chain_id::text',
+  'r.parent_request_id::text',
+  'r.previous_hash::text',
+  'r.record_hash::text',
+  'r.content_hash::text',
+].join(', ');
+export const N_CHECK_COLUMNS = 16;
+
+export interface Failure {
+  seq: number;
+  chain: 'record_hash' | 'content_hash';
+  error: string;
+}
+
+const Q = 0x22; // "
+const BS = 0x5c; // \
+const COMMA = 0x2c;
+const COLON = 0x3a;
+const MS_PER_DAY = 86_400_000;
+/** 2000-01-01T00:00:00Z, PostgreSQL's timestamp epoch, in Unix milliseconds. */
+const PG_EPOCH_MS = 946_684_800_000;
+const TRUE = Buffer.from('true');
+const FALSE = Buffer.from('false');
+const NULL = Buffer.from('null');
+const MAX_DEPTH = 32;
+
+const int32 = (b: Uint8Array, p: number) => (b[p]! << 24) | (b[p + 1]! << 16) | (b[p + 2]! << 8) | b[p + 3]!;
+const uint32 = (b: Uint8Array, p: number) => int32(b, p) >>> 0;
+
+/** Copies src[s, e) to dst at d; returns the position after it. */
+function copy(src: Uint8Array, s: number, e: number, dst: Uint8Array, d: number): number {
+  // A loop beats a native copy (and the view it needs) up to a few hundred bytes.
+  if (e - s > 512) {
+    dst.set(src.subarray(s, e), d);
+    return d + e - s;
+  }
+  while (s < e) dst[d++] = src[s++]!;
+  return d;
+}
+
+/*
+ * The same on DataViews, four bytes at a time (about twice as fast as byte loops; offsets
+ * need no alignment). Little-endian access: no byte swapping.
+ */
+function wcopy(src: DataView, s: number, e: number, dst: DataView, d: number): number {
+  while (e - s >= 4) {
+    dst.setInt32(d, src.getInt32(s, true), true);
+    s += 4;
+    d += 4;
+  }
+  while (s < e) dst.setUint8(d++, src.getUint8(s++));
+  return d;
+}
+
+function wcopyPlain(src: DataView, s: number, e: number, dst: DataView, d: number): number {
+  while (e - s >= 4) {
+    const x = src.getInt32(s, true);
+    // Any byte < 0x20, any byte 0x22, any byte 0x5c (exact "any" tests; bytes >= 0x80 pass).
+    const q = x ^ 0x22222222;
+    const k = x ^ 0x5c5c5c5c;
+    if ((((x - 0x20202020) & ~x) | ((q - 0x01010101) & ~q) | ((k - 0x01010101) & ~k)) & 0x80808080) return -1;
+    dst.setInt32(d, x, true);
+    s += 4;
+    d += 4;
+  }
+  while (s < e) {
+    const b = src.getUint8(s++);
+    if (b < 0x20 || b === Q || b === BS) return -1;
+    dst.setUint8(d++, b);
+  }
+  return d;
+}
+
+/** True when a[s, s + len) and b[t, t + len) hold the same bytes. */
+function wequal(a: DataView, s: number, b: DataView, t: number, len: number): boolean {
+  while (len >= 4) {
+    if (a.getInt32(s, true) !== b.getInt32(t, true)) return false;
+    s += 4;
+    t += 4;
+    len -= 4;
+  }
+  while (len-- > 0) if (a.getUint8(s++) !== b.getUint8(t++)) return false;
+  return true;
+}
+
+/** Number of decimal digits of a non-negative integer. */
+function digits(v: number): number {
+  let n = 1;
+  while (v >= 10) {
+    v = Math.floor(v / 10);
+    n++;
+  }
+  return n;
+}
+
+/** Writes a non-negative integer in decimal at d; returns the position after it. */
+function writeUint(dst: Uint8Array, d: number, v: number): number {
+  const end = d + digits(v);
+  let p = end;
+  do {
+    const q = Math.floor(v / 10);
+    dst[--p] = 48 + (v - q * 10);
+    v = q;
+  } while (v > 0);
+  return end;
+}
+
+/** Compares two byte ranges (0x20..0x7f): negative, zero or positive, as UTF-16 strings compare. */
+function compareBytes(b: Uint8Array, s1: number, e1: number, s2: number, e2: number): number {
+  const n = Math.min(e1 - s1, e2 - s2);
+  for (let i = 0; i < n; i++) {
+    const d = b[s1 + i]! - b[s2 + i]!;
+    if (d !== 0) return d;
+  }
+  return e1 - s1 - (e2 - s2);
+}
+
+const kind = new Uint8Array(MAX_DEPTH); // 1 object, 2 array
+const expectKey = new Uint8Array(MAX_DEPTH);
+const keyStart = new Int32Array(MAX_DEPTH);
+const keyEnd = new Int32Array(MAX_DEPTH);
+const keyPlain = new Uint8Array(MAX_DEPTH);
+
+/**
+ * Writes the canonical JSON of jsonb's text output src[s, e) at dst[d...] when it can be
+ * done by removing PostgreSQL's spaces alone; returns the position after it, or -1 when the
+ * text needs the general path (JSON.parse + canonicalJson). dst needs e - s bytes.
+ */
+export function compactJsonb(src: Uint8Array, s: number, e: number, dst: Uint8Array, d: number): number {
+  let depth = 0;
+  let i = s;
+  while (i < e) {
+    const c = src[i]!;
+    if (c === Q) {
+      const start = i++;
+      dst[d++] = Q;
+      let plain = true;
+      for (;;) {
+        if (i >= e) return -1;
+        const b = src[i++]!;
+        dst[d++] = b;
+        if (b === Q) break;
+        if (b === BS) {
+          plain = false;
+          if (i >= e) return -1;
+          dst[d++] = src[i++]!;
+        } else if (b >= 0x80) plain = false;
+      }
+      if (depth > 0 && kind[depth] === 1 && expectKey[depth] === 1) {
+        // A key: it must sort after the previous key of its object, as canonicalJson sorts.
+        if (keyStart[depth]! >= 0) {
+          if (!plain || keyPlain[depth] !== 1) return -1;
+          if (compareBytes(src, keyStart[depth]! + 1, keyEnd[depth]! - 1, start + 1, i - 1) >= 0) return -1;
+        }
+        keyStart[depth] = start;
+        keyEnd[depth] = i;
+        keyPlain[depth] = plain ? 1 : 0;
+        expectKey[depth] = 0;
+      }
+    } else if (c === 0x20) {
+      i++;
+    } else if (c === 0x7b || c === 0x5b) {
+      if (++depth >= MAX_DEPTH) return -1;
+      kind[depth] = c === 0x7b ? 1 : 2;
+      expectKey[depth] = 1;
+      keyStart[depth] = -1;
+      dst[d++] = c;
+      i++;
+    } else if (c === 0x7d || c === 0x5d) {
+      if (--depth < 0) return -1;
+      dst[d++] = c;
+      i++;
+    } else if (c === COMMA) {
+      expectKey[depth] = 1;
+      dst[d++] = c;
+      i++;
+    } else if (c === COLON) {
+      dst[d++] = c;
+      i++;
+    } else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
+      // Integers of up to 15 digits read and print back the same; anything else is general.
+      const start = i;
+      if (c === 0x2d) i++;
+      const first = i;
+      while (i < e && src[i]! >= 0x30 && src[i]! <= 0x39) i++;
+      const n = i - first;
+      if (n === 0 || n > 15) return -1;
+      if (i < e && (src[i] === 0x2e || src[i] === 0x65 || src[i] === 0x45)) return -1;
+      if (c === 0x2d && n === 1 && src[first] === 0x30) return -1; // -0 prints as 0
+      d = copy(src, start, i, dst, d);
+    } else if (c === 0x74 || c === 0x66 || c === 0x6e) {
+      // true, false, null
+      while (i < e && src[i]! >= 0x61 && src[i]! <= 0x7a) dst[d++] = src[i++]!;
+    } else {
+      return -1;
+    }
+  }
+  return depth === 0 ? d : -1;
+}
+
+/**
+ * Views of the first n bytes of a buffer, made once per length: crypto.hash takes no
+ * offset and length, and a new view per hash costs as much as a third of the hash.
+ */
+class Prefixes {
+  private views: Uint8Array[] = [];
+  private of: Buffer | null = null;
+
+  get(b: Buffer, n: number): Uint8Array {
+    if (b !== this.of) {
+      // Sized up front: an array filled far past its length would turn into a dictionary.
+      this.views = new Array<Uint8Array>(b.length + 1);
+      this.of = b;
+    }
+    return (this.views[n] ??= new Uint8Array(b.buffer, b.byteOffset, n));
+  }
+}
+
+/** Buffer of at least `n` bytes, keeping the first `keep` bytes of `b`. */
+function grow(b: Buffer, n: number, keep: number): Buffer {
+  if (n <= b.length) return b;
+  const g = Buffer.allocUnsafeSlow(Math.max(n, b.length * 2));
+  b.copy(g, 0, 0, keep);
+  return g;
+}
+
+/**
+ * Feeds records in order (`row`, a RowHandler of copy-binary.ts); remembers the first
+ * failure. After a failure the remaining rows are only counted.
+ */
+export class ByteChainChecker {
+  count = 0;
+  first: number | null = null;
+  failure: Failure | null = null;
+  private lastSeq = 0;
+  private readonly prevRh = new DataView(new ArrayBuffer(64));
+  private prevRhLen: number;
+  /** The current row's bytes: a view of its whole ArrayBuffer, and where the row's Buffer starts in it. */
+  private sv: DataView = new DataView(new ArrayBuffer(0));
+  private svOf: ArrayBufferLike | null = null;
+  private base = 0;
+  private prevChLen: number;
+  /** Room the fast paths of the current row may still need in cb (2 x its bytes + 512: they write less). */
+  private rowRoom = 0;
+  /** record_hash input, then content_hash input. */
+  private rb: Buffer = Buffer.allocUnsafeSlow(4096);
+  private rv: DataView = new DataView(this.rb.buffer, this.rb.byteOffset, this.rb.length);
+  /** Starts with the previous content_hash (prevChLen bytes). */
+  private cb: Buffer = Buffer.allocUnsafeSlow(8192);
+  private cv: DataView = new DataView(this.cb.buffer, this.cb.byteOffset, this.cb.length);
+  private readonly rbViews = new Prefixes();
+  private readonly cbViews = new Prefixes();
+  /** requested_at as ISO text, and the day its first 11 characters are of. */
+  private readonly iso = Buffer.alloc(40);
+  private readonly isoView = new DataView(this.iso.buffer, this.iso.byteOffset, this.iso.length);
+  private isoLen = 0;
+  private isoDay = NaN;
+  private isoDayLen = 0;
+
+  constructor(
+    genesis: string,
+    /** The sequence the first chained record must carry (after the last legacy record). */
+    private readonly expectedFirst: number,
+  ) {
+    const g = Buffer.from(genesis, 'utf8');
+    // A genesis hash is 64 hex characters (a CHECK constraint); anything else cannot match.
+    this.prevRhLen = this.prevChLen = g.length === 64 ? 64 : 0;
+    for (let i = 0; i < this.prevRhLen; i++) this.prevRh.setUint8(i, g[i]!);
+    g.copy(this.cb, 0, 0, this.prevChLen);
+  }
+
+  fail(seq: number, chain: Failure['chain'], error: string): void {
+    this.failure ??= { seq, chain, error };
+  }
+
+  readonly row = (buf: Buffer, f: Int32Array): void => {
+    this.count++;
+    if (this.failure) return;
+    if (f[1] !== 8) throw new Error('chain_sequence is not int8');
+    const seq = int32(buf, f[0]!) * 4294967296 + uint32(buf, f[0]! + 4);
+    const expected = this.first === null ? this.expectedFirst : this.lastSeq + 1;
+    if (this.first === null) this.first = seq;
+    if (seq !== expected) {
+      return this.fail(expected, 'record_hash', `record ${expected} is missing: the chain goes from ${expected - 1} to ${seq}`);
+    }
+    this.lastSeq = seq;
+    if (buf.buffer !== this.svOf) {
+      this.svOf = buf.buffer;
+      this.sv = new DataView(buf.buffer);
+    }
+    const base = (this.base = buf.byteOffset);
+    const sv = this.sv;
+    if (f[27] !== this.prevRhLen || !wequal(sv, base + f[26]!, this.prevRh, 0, this.prevRhLen)) {
+      return this.fail(seq, 'record_hash', `previous_hash of record ${seq} is not the record_hash of ${seq === this.expectedFirst ? 'the genesis' : `record ${seq - 1}`}`);
+    }
+    let rowLen = 0;
+    for (let i = 1; i < 32; i += 2) if (f[i]! > 0) rowLen += f[i]!;
+    if (!this.writeIso(buf, f[20]!, f[21]!) || !this.checkRecordHash(buf, f, seq, rowLen)) {
+      return this.fail(seq, 'record_hash', `record_hash of record ${seq} does not match its fields`);
+    }
+    let ok = false;
+    try {
+      ok = this.checkContentHash(buf, f, seq, rowLen);
+    } catch {
+      /* unparsable stored text: the record does not verify */
+    }
+    if (!ok) return this.fail(seq, 'content_hash', `content_hash of record ${seq} does not match its fields`);
+    wcopy(sv, base + f[28]!, base + f[28]! + 64, this.prevRh, 0);
+    wcopy(sv, base + f[30]!, base + f[30]! + 64, this.cv, 0);
+    this.prevRhLen = this.prevChLen = 64;
+  };
+
+  /** requested_at as toISOString() text into this.iso; false when it has none (out of Date's range, infinity, NULL). */
+  private writeIso(buf: Buffer, s: number, len: number): boolean {
+    if (len !== 8) return false;
+    const hi = int32(buf, s);
+    let ms: number;
+    if (hi >= -0x100000 && hi < 0x100000) {
+      // |microseconds| < 2^52: exact as a double.
+      ms = Math.floor((hi * 4294967296 + uint32(buf, s + 4)) / 1000) + PG_EPOCH_MS;
+    } else {
+      const us = buf.readBigInt64BE(s);
+      const q = us / 1000n;
+      ms = Number(us < 0n && q * 1000n !== us ? q - 1n : q) + PG_EPOCH_MS;
+    }
+    const day = Math.floor(ms / MS_PER_DAY);
+    const iso = this.iso;
+    if (day !== this.isoDay) {
+      const t = day * MS_PER_DAY;
+      if (!(Math.abs(t) <= 8.64e15)) return false;
+      let text: string;
+      try {
+        text = new Date(t).toISOString();
+      } catch {
+        return false;
+      }
+      this.isoDayLen = iso.write(text.slice(0, text.indexOf('T') + 1), 0, 'latin1');
+      this.isoDay = day;
+    }
+    if (!(Math.abs(ms) <= 8.64e15)) return false;
+    let rem = ms - day * MS_PER_DAY;
+    let p = this.isoDayLen;
+    const h = Math.floor(rem / 3_600_000);
+    rem -= h * 3_600_000;
+    const m = Math.floor(rem / 60_000);
+    rem -= m * 60_000;
+    const sec = Math.floor(rem / 1000);
+    const milli = rem - sec * 1000;
+    iso[p++] = 48 + Math.floor(h / 10);
+    iso[p++] = 48 + (h % 10);
+    iso[p++] = COLON;
+    iso[p++] = 48 + Math.floor(m / 10);
+    iso[p++] = 48 + (m % 10);
+    iso[p++] = COLON;
+    iso[p++] = 48 + Math.floor(sec / 10);
+    iso[p++] = 48 + (sec % 10);
+    iso[p++] = 0x2e;
+    iso[p++] = 48 + Math.floor(milli / 100);
+    iso[p++] = 48 + (Math.floor(milli / 10) % 10);
+    iso[p++] = 48 + (milli % 10);
+    iso[p++] = 0x5a;
+    this.isoLen = p;
+    return true;
+  }
+
+  /** record_hash = SHA-256(seq + request_id + agent_id + task_type + true|false + ISO time + previous record_hash). */
+  private checkRecordHash(buf: Buffer, f: Int32Array, seq: number, rowLen: number): boolean {
+    if (f[3]! < 0 || f[7]! < 0 || f[11] !== 1) return false; // NOT NULL columns
+    if (this.rb.length < rowLen + 256) {
+      this.rb = grow(this.rb, rowLen + 256, 0);
+      this.rv = new DataView(this.rb.buffer, this.rb.byteOffset, this.rb.length);
+    }
+    const b = this.rb;
+    const rv = this.rv;
+    const sv = this.sv;
+    const base = this.base;
+    let d = writeUint(b, 0, seq);
+    d = wcopy(sv, base + f[2]!, base + f[2]! + f[3]!, rv, d);
+    if (f[5]! > 0) d = wcopy(sv, base + f[4]!, base + f[4]! + f[5]!, rv, d);
+    d = wcopy(sv, base + f[6]!, base + f[6]! + f[7]!, rv, d);
+    const v = buf[f[10]!] ? TRUE : FALSE;
+    d = copy(v, 0, v.length, b, d);
+    d = wcopy(this.isoView, 0, this.isoLen, rv, d);
+    d = wcopy(this.prevRh, 0, this.prevRhLen, rv, d);
+    return hexEquals(hash('sha256', this.rbViews.get(b, d), 'hex'), buf, f[28]!, f[29]!);
+  }
+
+  /** content_hash = SHA-256(previous content_hash + the netstring of each field's canonical JSON). */
+  private checkContentHash(buf: Buffer, f: Int32Array, seq: number, rowLen: number): boolean {
+    this.rowRoom = 2 * rowLen + 512;
+    this.growCb(this.rowRoom, this.prevChLen);
+    let d = this.prevChLen;
+    // chain_sequence
+    const b = this.cb;
+    d = writeUint(b, d, digits(seq));
+    b[d++] = COLON;
+    d = writeUint(b, d, seq);
+    b[d++] = COMMA;
+    d = this.text(buf, f[2]!, f[3]!, d);
+    d = this.text(buf, f[4]!, f[5]!, d);
+    d = this.text(buf, f[6]!, f[7]!, d);
+    d = this.jsonb(buf, f[8]!, f[9]!, d);
+    d = this.raw(buf[f[10]!] ? TRUE : FALSE, 0, buf[f[10]!] ? 4 : 5, d);
+    d = this.jsonb(buf, f[12]!, f[13]!, d);
+    d = this.array(buf, f[14]!, f[15]!, d);
+    d = this.array(buf, f[16]!, f[17]!, d);
+    d = this.int4(buf, f[18]!, f[19]!, d);
+    d = this.isoString(d);
+    d = this.text(buf, f[22]!, f[23]!, d);
+    d = this.text(buf, f[24]!, f[25]!, d);
+    const c = this.cb;
+    return hexEquals(hash('sha256', this.cbViews.get(c, d), 'hex'), buf, f[30]!, f[31]!);
+  }
+
+  /** Makes cb at least n bytes long, keeping its first `keep` bytes; returns it. */
+  private growCb(n: number, keep: number): Buffer {
+    if (n > this.cb.length) {
+      this.cb = grow(this.cb, n, keep);
+      this.cv = new DataView(this.cb.buffer, this.cb.byteOffset, this.cb.length);
+    }
+    return this.cb;
+  }
+
+  /** Netstring of bytes as they are. */
+  private raw(src: Uint8Array, s: number, len: number, d: number): number {
+    const b = this.growCb(d + len + 16 + this.rowRoom, d);
+    d = writeUint(b, d, len);
+    b[d++] = COLON;
+    d = copy(src, s, s + len, b, d);
+    b[d++] = COMMA;
+    return d;
+  }
+
+  /** Netstring of a JS string's UTF-8 bytes. */
+  private str(s: string, d: number): number {
+    const len = Buffer.byteLength(s, 'utf8');
+    const b = this.growCb(d + len + 16 + this.rowRoom, d);
+    d = writeUint(b, d, len);
+    b[d++] = COLON;
+    d += b.write(s, d, 'utf8');
+    b[d++] = COMMA;
+    return d;
+  }
+
+  /** Netstring of a nullable text field as a JSON string. */
+  private text(buf: Buffer, s: number, len: number, d: number): number {
+    if (len < 0) return this.raw(NULL, 0, 4, d);
+    const b = this.cb;
+    let p = writeUint(b, d, len + 2);
+    b[p++] = COLON;
+    b[p++] = Q;
+    p = wcopyPlain(this.sv, this.base + s, this.base + s + len, this.cv, p);
+    if (p < 0) return this.str(JSON.stringify(buf.toString('utf8', s, s + len)), d);
+    b[p++] = Q;
+    b[p++] = COMMA;
+    return p;
+  }
+
+  /** Netstring of a nullable int4 field. */
+  private int4(buf: Buffer, s: number, len: number, d: number): number {
+    if (len < 0) return this.raw(NULL, 0, 4, d);
+    const v = int32(buf, s);
+    const b = this.cb;
+    const abs = Math.abs(v);
+    d = writeUint(b, d, digits(abs) + (v < 0 ? 1 : 0));
+    b[d++] = COLON;
+    if (v < 0) b[d++] = 0x2d;
+    d = writeUint(b, d, abs);
+    b[d++] = COMMA;
+    return d;
+  }
+
+  /** Netstring of requested_at as a JSON string. */
+  private isoString(d: number): number {
+    const b = this.cb;
+    d = writeUint(b, d, this.isoLen + 2);
+    b[d++] = COLON;
+    b[d++] = Q;
+    d = wcopy(this.isoView, 0, this.isoLen, this.cv, d);
+    b[d++] = Q;
+    b[d++] = COMMA;
+    return d;
+  }
+
+  /** Netstring of a nullable jsonb field's canonical JSON (binary form: version 1, then the text). */
+  private jsonb(buf: Buffer, s: number, len: number, d: number): number {
+    if (len < 0) return this.raw(NULL, 0, 4, d);
+    if (len < 1 || buf[s] !== 1) throw new Error('unknown jsonb binary version');
+    // Written after room for the longest length prefix, then moved up to its real one.
+    const room = digits(len) + 1;
+    const b = this.cb;
+    const end = compactJsonb(buf, s + 1, s + len, b, d + room);
+    if (end < 0) return this.str(canonicalJson(JSON.parse(buf.toString('utf8', s + 1, s + len))), d);
+    const n = end - d - room;
+    const p = writeUint(b, d, n);
+    b[p] = COLON;
+    if (p + 1 !== d + room) b.copy(b, p + 1, d + room, end);
+    b[p + 1 + n] = COMMA;
+    return p + n + 2;
+  }
+
+  /** Netstring of a nullable text[] field's canonical JSON (binary array form). */
+  private array(buf: Buffer, s: number, len: number, d: number): number {
+    if (len < 0) return this.raw(NULL, 0, 4, d);
+    const ndim = int32(buf, s);
+    if (ndim === 0) return this.raw(EMPTY_ARRAY, 0, 2, d);
+    if (ndim !== 1) return this.str(canonicalJson(readArray(buf, s, len)), d);
+    const n = int32(buf, s + 12);
+    // Fast path: no NULL element, every element plain text. Then the JSON text is as long as
+    // the binary form minus its 20-byte header, minus 4 per element length, plus 2 quotes
+    // per element, the commas and the brackets.
+    if (int32(buf, s + 4) !== 0 || n < 1) return this.str(canonicalJson(readArray(buf, s, len)), d);
+    const b = this.cb;
+    const cv = this.cv;
+    const sv = this.sv;
+    const base = this.base;
+    let o = writeUint(b, d, len - 19 - n);
+    b[o++] = COLON;
+    b[o++] = 0x5b;
+    let p = s + 20;
+    for (let i = 0; i < n; i++) {
+      const l = int32(buf, p);
+      if (i) b[o++] = COMMA;
+      b[o++] = Q;
+      o = wcopyPlain(sv, base + p + 4, base + p + 4 + l, cv, o);
+      if (o < 0) return this.str(canonicalJson(readArray(buf, s, len)), d);
+      b[o++] = Q;
+      p += 4 + l;
+    }
+    if (p !== s + len) throw new Error('bad array');
+    d = o;
+    b[d++] = 0x5d;
+    b[d++] = COMMA;
+    return d;
+  }
+}
+
+const EMPTY_ARRAY = Buffer.from('[]');
+
+/** A binary text[] as nested JS arrays (the general path). */
+export function readArray(buf: Buffer, s: number, len: number): unknown[] {
+  const end = s + len;
+  const ndim = int32(buf, s);
+  if (ndim < 0 || ndim > 6) throw new Error('bad array');
+  if (ndim === 0) return [];
+  const dims: number[] = [];
+  for (let i = 0; i < ndim; i++) dims.push(int32(buf, s + 12 + 8 * i));
+  let p = s + 12 + 8 * ndim;
+  const level = (k: number): unknown[] => {
+    const out: unknown[] = [];
+    for (let i = 0; i < dims[k]!; i++) {
+      if (k < ndim - 1) {
+        out.push(level(k + 1));
+        continue;
+      }
+      if (p + 4 > end) throw new Error('bad array');
+      const l = int32(buf, p);
+      p += 4;
+      if (l < 0) {
+        out.push(null);
+        continue;
+      }
+      if (p + l > end) throw new Error('bad array');
+      out.push(buf.toString('utf8', p, p + l));
+      p += l;
+    }
+    return out;
+  };
+  return level(0);
+}
+
+/** True when `hex` (64 characters) is the text of buf[s, s + len). */
+function hexEquals(hex: string, buf: Uint8Array, s: number, len: number): boolean {
+  if (len !== hex.length) return false;
+  for (let i = 0; i < len; i++) if (hex.charCodeAt(i) !== buf[s + i]) return false;
+  return true;
+}
