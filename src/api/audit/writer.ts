@@ -14,7 +14,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { AppContext } from '../../shared/app-context.js';
-import { canonicalJson, contentTail, recordContentTail, storableJson, storableText } from './hash.js';
+import { canonicalJson, netstring, storableJson, storableText } from './hash.js';
 
 /** What the context API hands to the writer: every stored field except the chain's own. */
 export interface AuditEntry {
@@ -59,6 +59,36 @@ export function textArrayLiteral(a: readonly string[]): string {
   }
   return out + '}';
 }
+
+/**
+ * A list of ids as the writer sends it: normalized (storableText), as the JSON-escaped array
+ * literal of the statement, and as the JSON-escaped netstring of its canonical JSON (its piece
+ * of the content chain's input). Computed once per frozen array: a context request's
+ * bundle and SCD ids are its selection's shared, frozen arrays, the same for every request
+ * of a role, and working them out per record cost more than the rest of the record.
+ */
+interface IdList {
+  ids: string[];
+  literal: string;
+  contentPiece: string;
+}
+const idLists = new WeakMap<readonly string[], IdList>();
+function idList(a: readonly string[]): IdList {
+  let l = idLists.get(a);
+  if (l === undefined) {
+    const ids = a.map((x) => storableText(x));
+    l = { ids: Object.isFrozen(a) && ids.every((x, i) => x === a[i]) ? (a as string[]) : ids, literal: JSON.stringify(textArrayLiteral(ids)), contentPiece: jsonEscaped(netstring(canonicalJson(ids))) };
+    if (Object.isFrozen(a)) idLists.set(a, l);
+  }
+  return l;
+}
+
+/** `s` escaped as inside a JSON string (without the quotes): JSON escaping is per character. */
+function jsonEscaped(s: string): string {
+  return JSON.stringify(s).slice(1, -1);
+}
+
+const NULL_PIECE = jsonEscaped(netstring('null'));
 
 export class AuditWriter {
   /** Emits 'committed' (CommittedAudit[]) after each commit: the SSE stream wakes on it. */
@@ -150,31 +180,37 @@ export class AuditWriter {
     this.lastAt = now;
     const requestedAt = new Date(now);
     const iso = requestedAt.toISOString();
+    const at = JSON.stringify(iso);
+    const atPiece = jsonEscaped(netstring(at));
     let json = '[';
     for (let i = 0; i < batch.length; i++) {
       const e = batch[i]!.entry;
-      const f = {
-        request_id: e.requestId,
-        agent_id: e.agentId,
-        task_type: e.taskType,
-        request_params: e.requestParams,
-        intent_valid: e.intentValid,
-        validation_errors: e.validationErrors,
-        context_bundle_ids: e.contextBundleIds,
-        context_scd_ids: e.contextScdIds,
-        processing_time_ms: e.processingTimeMs,
-        requested_at: requestedAt,
-        chain_id: e.chainId,
-        parent_request_id: e.parentRequestId,
-      };
+      const bundles = e.contextBundleIds ? idList(e.contextBundleIds) : null;
+      const scds = e.contextScdIds ? idList(e.contextScdIds) : null;
+      const r = JSON.stringify(e.requestId);
+      const a = canonicalJson(e.agentId);
+      const t = JSON.stringify(e.taskType);
+      const p = canonicalJson(e.requestParams);
+      const v = e.intentValid ? 'true' : 'false';
+      const err = canonicalJson(e.validationErrors);
+      const m = canonicalJson(e.processingTimeMs);
+      const c = canonicalJson(e.chainId);
+      const pr = canonicalJson(e.parentRequestId);
+      // The spec's record_content without chain_sequence, and the content chain's netstrings
+      // of every field after chain_sequence (hash.ts: recordContentTail, contentTail), built
+      // here from the pieces already at hand.
+      const rc = e.requestId + (e.agentId ?? '') + e.taskType + v + iso;
+      const cc =
+        jsonEscaped(netstring(r) + netstring(a) + netstring(t) + netstring(p) + netstring(v) + netstring(err)) +
+        (bundles ? bundles.contentPiece : NULL_PIECE) +
+        (scds ? scds.contentPiece : NULL_PIECE) +
+        jsonEscaped(netstring(m)) +
+        atPiece +
+        jsonEscaped(netstring(c) + netstring(pr));
       if (i) json += ',';
       json +=
-        `{"r":${JSON.stringify(f.request_id)},"a":${canonicalJson(f.agent_id)},"t":${JSON.stringify(f.task_type)},` +
-        `"p":${canonicalJson(f.request_params)},"v":${f.intent_valid},"e":${canonicalJson(f.validation_errors)},` +
-        `"b":${f.context_bundle_ids ? JSON.stringify(textArrayLiteral(f.context_bundle_ids)) : 'null'},` +
-        `"s":${f.context_scd_ids ? JSON.stringify(textArrayLiteral(f.context_scd_ids)) : 'null'},` +
-        `"m":${canonicalJson(f.processing_time_ms)},"at":"${iso}","c":${canonicalJson(f.chain_id)},"pr":${canonicalJson(f.parent_request_id)},` +
-        `"rc":${JSON.stringify(recordContentTail(f))},"cc":${JSON.stringify(contentTail(f))}}`;
+        `{"r":${r},"a":${a},"t":${t},"p":${p},"v":${v},"e":${err},"b":${bundles ? bundles.literal : 'null'},"s":${scds ? scds.literal : 'null'},` +
+        `"m":${m},"at":${at},"c":${c},"pr":${pr},"rc":${JSON.stringify(rc)},"cc":"${cc}"}`;
     }
     json += ']';
     const [row] = await this.ctx.db.query<{ first: number }>('SELECT svc_audit_append($1::jsonb) AS first', [json]);
@@ -196,8 +232,8 @@ export function normalizeEntry(e: AuditEntry): AuditEntry {
     taskType: text(e.taskType, MAX_AUDITED_TEXT)!,
     requestParams: e.requestParams ? storableJson(e.requestParams) : null,
     validationErrors: e.validationErrors ? storableJson(e.validationErrors) : null,
-    contextBundleIds: e.contextBundleIds ? e.contextBundleIds.map((s) => storableText(s)) : null,
-    contextScdIds: e.contextScdIds ? e.contextScdIds.map((s) => storableText(s)) : null,
+    contextBundleIds: e.contextBundleIds ? idList(e.contextBundleIds).ids : null,
+    contextScdIds: e.contextScdIds ? idList(e.contextScdIds).ids : null,
     chainId: text(e.chainId, MAX_AUDITED_TEXT),
     parentRequestId: text(e.parentRequestId, MAX_AUDITED_TEXT),
   };
