@@ -69,6 +69,32 @@ describe('CollectorStore', () => {
     expect(store.listObserved({ limit: 1 })).toHaveLength(1);
     expect(store.listObserved({ limit: 10, sourceId: 'vendor-enterprise-chat' })).toEqual([]);
     expect(store.listObserved({ limit: 10 })[1].raw_attributes).toEqual({ k: 1 });
+    store.close();
+    store = new CollectorStore(':memory:');
+    expect(store.listObserved({ limit: 10 })).toEqual([]); // no source registered yet
+  });
+
+  it('merges sources newest first (ties broken by event_id), whatever their share of the rows', () => {
+    const sources = ['vendor-code-cli', 'vendor-enterprise-chat', 'vendor-enterprise-cowork'] as const;
+    for (const s of sources) store.registerSource(s, 'd', manifest);
+    const all: ActivityRow[] = [];
+    for (let i = 0; i < 300; i++) {
+      const s = sources[i % 7 === 0 ? 2 : i % 3 === 0 ? 1 : 0];
+      // Many rows share a millisecond: the order then rests on event_id.
+      all.push(row(`id-${(i * 7919) % 1000}`, { source_id: s, observed_at: msToIso(1767225600000 + Math.floor(i / 4))! }));
+    }
+    for (const s of sources) store.commit(s, { rows: all.filter((r) => r.source_id === s) });
+    const expected = [...all].sort((a, b) => (a.observed_at === b.observed_at ? (a.event_id < b.event_id ? 1 : -1) : a.observed_at < b.observed_at ? 1 : -1));
+    for (const limit of [1, 7, 50, 300, 500]) {
+      expect(store.listObserved({ limit }).map((r) => r.event_id)).toEqual(expected.slice(0, limit).map((r) => r.event_id));
+    }
+    expect(store.listObserved({ limit: 500, sourceId: sources[2] }).map((r) => r.event_id)).toEqual(expected.filter((r) => r.source_id === sources[2]).map((r) => r.event_id));
+    // A store of an earlier build loses its second index, and still lists the same.
+    store.db.exec('CREATE INDEX observed_activity_log_newest ON observed_activity_log (observed_at, event_id)');
+    store.close();
+    store = new CollectorStore(path.join(dir, 'c.sqlite'));
+    expect(store.listObserved({ limit: 50 }).map((r) => r.event_id)).toEqual(expected.slice(0, 50).map((r) => r.event_id));
+    expect(store.db.prepare("SELECT name FROM sqlite_schema WHERE type = 'index' AND name LIKE 'observed%'").pluck().all()).toEqual(['observed_activity_log_source']);
   });
 
   it('recomputes a source row at registration and refuses a newer schema', () => {

@@ -253,13 +253,22 @@ export class CollectorStore {
   }
 
   listObserved(opts: { limit: number; sourceId?: string }): ObservedActivity[] {
-    const rows = (
-      opts.sourceId
-        ? this.db
-            .prepare(`SELECT * FROM observed_activity_log WHERE source_id = ? ORDER BY observed_at DESC, event_id DESC LIMIT ?`)
-            .all(opts.sourceId, opts.limit)
-        : this.db.prepare(`SELECT * FROM observed_activity_log ORDER BY observed_at DESC, event_id DESC LIMIT ?`).all(opts.limit)
-    ) as ActivityRow[];
+    let rows: ActivityRow[];
+    if (opts.sourceId) {
+      rows = this.db
+        .prepare(`SELECT * FROM observed_activity_log WHERE source_id = ? ORDER BY observed_at DESC, event_id DESC LIMIT ?`)
+        .all(opts.sourceId, opts.limit) as ActivityRow[];
+    } else {
+      // Every row's source is registered (commit refuses others): the newest rows overall are
+      // among each source's newest, each read from the (source_id, observed_at, event_id) index.
+      const sources = this.db.prepare('SELECT source_id FROM activity_sources ORDER BY source_id').pluck().all() as string[];
+      if (!sources.length) return [];
+      if (sources.length > 100) throw new Error('too many activity sources to merge'); // there are three
+      const one = `SELECT * FROM (SELECT * FROM observed_activity_log WHERE source_id = ? ORDER BY observed_at DESC, event_id DESC LIMIT ?)`;
+      rows = this.db
+        .prepare(`${sources.map(() => one).join(' UNION ALL ')} ORDER BY observed_at DESC, event_id DESC LIMIT ?`)
+        .all(...sources.flatMap((s) => [s, opts.limit]), opts.limit) as ActivityRow[];
+    }
     return rows.map((r) => ({ ...r, raw_attributes: parseObject(r.raw_attributes) }));
   }
 
