@@ -151,6 +151,8 @@ export class Redactor {
     // JSON text of `out` as it is built (same key order as JSON.stringify: insertion order,
     // valid while no key is rewritten and none is integer-like).
     let json: string | null = opts.json ? '' : null;
+    // Looking a long value up in keepValues would hash all of it: compare lengths first.
+    const keepMax = maxLength(opts.keepValues);
     for (const rawKey of Object.keys(attrs)) {
       const v = attrs[rawKey];
       const info = this.keyInfo(rawKey);
@@ -165,7 +167,7 @@ export class Redactor {
       let nv: unknown;
       if (v === null || v === undefined || v === '' || typeof v === 'number' || typeof v === 'boolean') {
         nv = v;
-      } else if (typeof v === 'string' && opts.keepValues?.has(v)) {
+      } else if (typeof v === 'string' && v.length <= keepMax && opts.keepValues!.has(v)) {
         nv = v;
       } else if (info.kind || opts.maskKeys?.has(rawKey)) {
         const text = typeof v === 'string' ? v : JSON.stringify(v);
@@ -227,6 +229,13 @@ interface KeyInfo {
   keyMasks: number;
   kind: 'email' | 'ip' | null;
   version: boolean;
+}
+
+/** The longest value of a set, or -1 for none. */
+function maxLength(set: ReadonlySet<string> | undefined): number {
+  let n = -1;
+  if (set) for (const v of set) n = Math.max(n, v.length);
+  return n;
 }
 
 const INDEX_LIKE = /^(?:0|[1-9]\d*)$/;
