@@ -35,6 +35,9 @@ export interface ServerProcess {
   kill(signal: NodeJS.Signals): Promise<void>;
 }
 
+/** The Node flags `make run` starts the server with (Makefile NODE_FLAGS). */
+export const NODE_FLAGS = ['--max-semi-space-size=32'];
+
 /** Starts `src/main.ts api` (and `services`) against `databaseUrl` (svc_app) and waits until /health answers. */
 export async function spawnApi(databaseUrl: string, deploymentId: string, extraEnv: Record<string, string> = {}, services: string[] = ['api'], nodeArgs: string[] = []): Promise<ServerProcess> {
   const port = await freePort();
@@ -54,7 +57,7 @@ export async function spawnApi(databaseUrl: string, deploymentId: string, extraE
     LOG_LEVEL: 'warn',
     ...extraEnv,
   };
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/main.ts', ...services], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...NODE_FLAGS, ...nodeArgs, '--import', 'tsx', 'src/main.ts', ...services], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
