@@ -233,14 +233,17 @@ export function compactJsonb(src: Uint8Array, s: number, e: number, dst: Uint8Ar
  * Views of the first n bytes of a buffer, made once per length: crypto.hash takes no
  * offset and length, and a new view per hash costs as much as a third of the hash.
  */
+const MAX_CACHED_VIEW = 16384;
+
 class Prefixes {
   private views: Uint8Array[] = [];
   private of: Buffer | null = null;
 
   get(b: Buffer, n: number): Uint8Array {
+    if (n > MAX_CACHED_VIEW) return new Uint8Array(b.buffer, b.byteOffset, n);
     if (b !== this.of) {
       // Sized up front: an array filled far past its length would turn into a dictionary.
-      this.views = new Array<Uint8Array>(b.length + 1);
+      this.views = new Array<Uint8Array>(MAX_CACHED_VIEW + 1);
       this.of = b;
     }
     return (this.views[n] ??= new Uint8Array(b.buffer, b.byteOffset, n));
@@ -324,8 +327,8 @@ export class ByteChainChecker {
     if (f[27] !== this.prevRhLen || !wequal(sv, base + f[26]!, this.prevRh, 0, this.prevRhLen)) {
       return this.fail(seq, 'record_hash', `previous_hash of record ${seq} is not the record_hash of ${seq === this.expectedFirst ? 'the genesis' : `record ${seq - 1}`}`);
     }
-    let rowLen = 0;
-    for (let i = 1; i < 32; i += 2) if (f[i]! > 0) rowLen += f[i]!;
+    // The fields lie one after the other: the row's bytes (and 4 per length word).
+    const rowLen = f[30]! + Math.max(f[31]!, 0) - f[0]!;
     if (!this.writeIso(buf, f[20]!, f[21]!) || !this.checkRecordHash(buf, f, seq, rowLen)) {
       return this.fail(seq, 'record_hash', `record_hash of record ${seq} does not match its fields`);
     }
