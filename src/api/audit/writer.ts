@@ -106,8 +106,11 @@ export class AuditWriter {
     opts: AuditWriterOptions = {},
   ) {
     this.maxBatch = opts.maxBatch ?? 1000;
-    // PGlite runs one statement at a time: a second batch in flight would only queue.
-    this.maxInFlight = opts.maxInFlight ?? (ctx.db.kind === 'postgres' ? 2 : 1);
+    // PGlite runs one statement at a time: a second batch in flight would only queue. On
+    // PostgreSQL a few batches wait at the chain lock while one holds it, so the lock passes
+    // straight to the next batch at each commit; with two, requests arriving meanwhile waited
+    // a whole extra batch in this process and the W1 benchmark left a third of the CPU idle.
+    this.maxInFlight = opts.maxInFlight ?? (ctx.db.kind === 'postgres' ? 4 : 1);
     this.events.setMaxListeners(0);
   }
 
