@@ -82,6 +82,7 @@ describe('jsonb text to canonical JSON', () => {
     expect(compact('1234567890123456')).toBeNull();
     expect(compact('{"a": 1')).toBeNull();
     expect(compact('"open')).toBeNull();
+    expect(compact('"raw \u0001 control"')).toBeNull();
   });
 });
 

@@ -176,6 +176,7 @@ export function compactJsonb(src: Uint8Array, s: number, e: number, dst: Uint8Ar
           if (i >= e) return -1;
           dst[d++] = src[i++]!;
         } else if (b >= 0x80) plain = false;
+        else if (b < 0x20) return -1; // PostgreSQL escapes these; JSON.stringify would
       }
       if (depth > 0 && kind[depth] === 1 && expectKey[depth] === 1) {
         // A key: it must sort after the previous key of its object, as canonicalJson sorts.
