@@ -6,6 +6,7 @@
  * owner with COPY; verify then runs in a separate server process (`GET /api/audit/verify`),
  * whose peak RSS (VmHWM) is read from /proc before and after.
  */
+import fs from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import type { Bench } from './run.js';
 import { closedLoop, cpuSeconds, fmt, peakRssMb } from './load-gen.js';
@@ -38,6 +39,12 @@ function fields(i: number, seq: number, at: Date): ChainFields {
     chain_id: null,
     parent_request_id: null,
   };
+}
+
+/** Current resident set size (VmRSS) of a process, in MB. */
+function rssMb(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
 }
 
 const COPY_COLUMNS = 'request_id, agent_id, task_type, request_params, intent_valid, validation_errors, context_bundle_ids, context_scd_ids, processing_time_ms, requested_at, chain_sequence, previous_hash, record_hash, content_hash, chain_id, parent_request_id';
@@ -130,7 +137,8 @@ export default async function auditBench(b: Bench): Promise<void> {
         const pgCpu = (pids: number[]) => pids.reduce((sum, p) => sum + (cpuSeconds(p) || 0), 0);
         const pids0 = await backends();
         const pgCpu0 = pgCpu(pids0);
-        const rssBefore = peakRssMb(proc.child.pid!);
+        const hwmBefore = peakRssMb(proc.child.pid!);
+        const rssBefore = rssMb(proc.child.pid!);
         const cpu0 = cpuSeconds(proc.child.pid!);
         const t0 = performance.now();
         const r = await fetch(`${proc.url}/api/audit/verify`, { headers: { 'x-admin-key': ADMIN_KEY } });
@@ -144,7 +152,7 @@ export default async function auditBench(b: Bench): Promise<void> {
         b.print(`${fmt(v.record_count / s)} records/s | GET /api/audit/verify, both chains, status ${v.status}, ${s.toFixed(2)} s | ${n} | ${db} | target >= 500,000/s`);
         b.print(`${fmt(nodeUs, 2)} µs/record | CPU (user + system) of the server process during verify | ${n} | ${db}`);
         b.print(`${fmt(pgUs, 2)} µs/record | CPU (user + system) of the server's PostgreSQL backends during verify | ${n} | ${db}`);
-        b.print(`${fmt(rssPeak)} MB | peak RSS of the server process during verify (VmHWM; ${fmt(rssBefore)} MB before the call) | ${n} | ${db} | target < 256 MB`);
+        b.print(`${fmt(rssPeak)} MB | peak RSS of the server process during verify (VmHWM; before the call: VmRSS ${fmt(rssBefore)} MB, VmHWM ${fmt(hwmBefore)} MB) | ${n} | ${db} | target < 256 MB`);
       } finally {
         await proc.stop();
       }
