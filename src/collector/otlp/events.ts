@@ -117,7 +117,7 @@ export function recordToRow(ctx: RecordContext, resourceAttrs: Record<string, un
   const eventName = name ?? TYPE_NAMES[eventType] ?? 'unknown';
 
   // In place: `attrs` is this function's own object.
-  const red = ctx.redactor.redactAttributes(attrs, { maskKeys: ctx.profile.maskKeys, keepValues: KEEP_VALUES, inPlace: true, json: true });
+  const red = ctx.redactor.redactAttributes(attrs, { maskKeys: ctx.profile.maskKeys, keepValues: KEEP_VALUES, inPlace: true });
   const r = red.value;
   const isTool = eventType === 'tool_call' || eventType === 'mcp_call';
   const isModel = eventType === 'model_call';
@@ -148,7 +148,7 @@ export function recordToRow(ctx: RecordContext, resourceAttrs: Record<string, un
       toText(r.error) ?? toText(r['error.message']) ?? (eventType === 'error' || r.success === 'false' || r.success === false ? toText(r.error_type) : null),
     redaction_masked_keys: maskedKeysColumn(red.maskedKeys),
     redaction_masked_count: red.maskedCount || null,
-    raw_attributes: red.json ?? JSON.stringify(r),
+    raw_attributes: JSON.stringify(r),
     ingested_at: ctx.now,
   };
 }

@@ -38,13 +38,6 @@ export interface RedactionResult<T> {
   /** Top-level keys (dotted paths for nested objects such as `actor.email_address`) that were masked. */
   maskedKeys: Set<string>;
   maskedCount: number;
-  /**
-   * With `json`: the JSON text of `value`, exactly what JSON.stringify(value) gives, built
-   * during the pass (cheaper than stringifying afterwards: an attribute map with many keys
-   * is a slow dictionary object to V8). Absent when the pass could not vouch for the order
-   * of keys (a key rewritten, or an integer-like key); the caller stringifies then.
-   */
-  json?: string;
 }
 
 export interface RedactOptions {
@@ -122,8 +115,6 @@ export class Redactor {
       const scrubbed = this.scrubText(key, false);
       info = {
         key: scrubbed,
-        json: JSON.stringify(scrubbed),
-        indexLike: INDEX_LIKE.test(scrubbed),
         keyMasks: this.found - before,
         kind: EMAIL_KEY_RE.test(key) ? 'email' : IP_KEY_RE.test(key) ? 'ip' : null,
         version: VERSION_KEY_RE.test(key),
@@ -141,16 +132,10 @@ export class Redactor {
    * Redacts a flat attribute map (values may nest). By default the result is a new object
    * and the input is not changed; `inPlace` rewrites the given object (the caller owns it).
    */
-  redactAttributes(
-    attrs: Record<string, unknown>,
-    opts: RedactOptions & { inPlace?: boolean; json?: boolean } = {},
-  ): RedactionResult<Record<string, unknown>> {
+  redactAttributes(attrs: Record<string, unknown>, opts: RedactOptions & { inPlace?: boolean } = {}): RedactionResult<Record<string, unknown>> {
     const maskedKeys = new Set<string>();
     let maskedCount = 0;
     const out: Record<string, unknown> = opts.inPlace ? attrs : {};
-    // JSON text of `out` as it is built (same key order as JSON.stringify: insertion order,
-    // valid while no key is rewritten and none is integer-like).
-    let json: string | null = opts.json ? '' : null;
     // Looking a long value up in keepValues would hash all of it: compare lengths first.
     const keepMax = maxLength(opts.keepValues);
     for (const rawKey of Object.keys(attrs)) {
@@ -162,36 +147,32 @@ export class Redactor {
         maskedKeys.add(key);
         maskedCount += info.keyMasks;
         if (opts.inPlace) delete out[rawKey];
-        json = null;
       }
-      let nv: unknown;
       if (v === null || v === undefined || v === '' || typeof v === 'number' || typeof v === 'boolean') {
-        nv = v;
-      } else if (typeof v === 'string' && v.length <= keepMax && opts.keepValues!.has(v)) {
-        nv = v;
-      } else if (info.kind || opts.maskKeys?.has(rawKey)) {
+        out[key] = v;
+        continue;
+      }
+      if (typeof v === 'string' && v.length <= keepMax && opts.keepValues!.has(v)) {
+        out[key] = v;
+        continue;
+      }
+      if (info.kind || opts.maskKeys?.has(rawKey)) {
         const text = typeof v === 'string' ? v : JSON.stringify(v);
-        nv = info.kind === 'email' ? this.maskEmail(text) : this.mask(text);
+        out[key] = info.kind === 'email' ? this.maskEmail(text) : this.mask(text);
         maskedKeys.add(key);
         maskedCount++;
-      } else {
-        const before = this.found;
-        nv = typeof v === 'string' ? this.scrubText(v, info.version) : this.scrubValue(v, info.version, 0);
-        const n = this.found - before;
-        if (n > 0) {
-          maskedKeys.add(key);
-          maskedCount += n;
-        }
+        continue;
       }
+      const before = this.found;
+      const nv = typeof v === 'string' ? this.scrubText(v, info.version) : this.scrubValue(v, info.version, 0);
       out[key] = nv;
-      if (json !== null) {
-        if (info.indexLike) json = null;
-        else if (nv !== undefined) json += (json === '' ? '' : ',') + info.json + ':' + jsonValue(nv);
+      const n = this.found - before;
+      if (n > 0) {
+        maskedKeys.add(key);
+        maskedCount += n;
       }
     }
-    const result: RedactionResult<Record<string, unknown>> = { value: out, maskedKeys, maskedCount };
-    if (json !== null) result.json = '{' + json + '}';
-    return result;
+    return { value: out, maskedKeys, maskedCount };
   }
 
   private scrubValue(v: unknown, isVersion: boolean, depth: number): unknown {
@@ -222,10 +203,6 @@ export class Redactor {
 interface KeyInfo {
   /** The key with any address in it masked. */
   key: string;
-  /** `key` as JSON text. */
-  json: string;
-  /** An array-index key, which JSON.stringify (object key order) puts first. */
-  indexLike: boolean;
   keyMasks: number;
   kind: 'email' | 'ip' | null;
   version: boolean;
@@ -236,19 +213,6 @@ function maxLength(set: ReadonlySet<string> | undefined): number {
   let n = -1;
   if (set) for (const v of set) n = Math.max(n, v.length);
   return n;
-}
-
-const INDEX_LIKE = /^(?:0|[1-9]\d*)$/;
-/** Characters JSON.stringify escapes in a string: quote, backslash, controls, surrogates. */
-const NEEDS_ESCAPE = /[\u0000-\u001f"\\\ud800-\udfff]/;
-
-/** JSON.stringify of one value (never undefined), with a fast path for plain strings. */
-function jsonValue(v: unknown): string {
-  if (typeof v === 'string') return NEEDS_ESCAPE.test(v) ? JSON.stringify(v) : '"' + v + '"';
-  if (typeof v === 'number') return Number.isFinite(v) ? String(v) : 'null';
-  if (v === null) return 'null';
-  if (typeof v === 'boolean') return v ? 'true' : 'false';
-  return JSON.stringify(v);
 }
 
 /** Does `s` contain `ch` at least `n` times? (native indexOf: no per-character loop in JS) */
