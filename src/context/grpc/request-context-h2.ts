@@ -10,11 +10,11 @@
  * left to the Connect router.
  */
 import type http2 from 'node:http2';
-import { fromBinary, toBinary } from '@bufbuild/protobuf';
+import { fromBinary } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
 import type { AppContext } from '../../shared/app-context.js';
-import { RequestContextRequestSchema, RequestContextResponseSchema } from '../../../gen/proto/context_pb.js';
-import { runRequestContext, selectionBytes } from './request-context.js';
+import { RequestContextRequestSchema } from '../../../gen/proto/context_pb.js';
+import { callRequestContext, responseParts } from './request-context.js';
 
 export const REQUEST_CONTEXT_PATH = '/svc.context.v1.ContextService/RequestContext';
 const MAX_REQUEST_BYTES = 1024 * 1024;
@@ -54,10 +54,10 @@ async function answer(ctx: AppContext, body: Buffer, size: number, res: http2.Ht
   } catch {
     throw new ConnectError('request is not a RequestContextRequest', Code.InvalidArgument);
   }
-  const { message, selected } = await runRequestContext(ctx, req, true);
+  const parts = responseParts(await callRequestContext(ctx, req));
+  const head = parts.head;
+  const tail = parts.tail ?? EMPTY;
   if (res.stream.destroyed || res.stream.closed) return;
-  const head = toBinary(RequestContextResponseSchema, message);
-  const tail = selected ? selectionBytes(selected) : EMPTY;
   // The length prefix and the per-call fields in one chunk, the shared selection bytes as is.
   const first = Buffer.allocUnsafe(5 + head.length);
   first[0] = 0;

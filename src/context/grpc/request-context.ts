@@ -12,7 +12,7 @@ import { Code, ConnectError, type ServiceImpl } from '@connectrpc/connect';
 import type { AppContext } from '../../shared/app-context.js';
 import type { ValidationIssue } from '../../shared/http/openapi-app.js';
 import { RequestContextResponseSchema, type ContextService, type RequestContextRequest, type RequestContextResponse } from '../../../gen/proto/context_pb.js';
-import { requestContext } from '../../api/context/request-context.js';
+import { requestContext, type ContextOutcome } from '../../api/context/request-context.js';
 import type { SelectedContext } from '../../api/graph/select.js';
 
 /** Field numbers of RequestContextResponse (spec/context.proto). */
@@ -64,16 +64,14 @@ export function validateRequestContext(req: RequestContextRequest): ValidationIs
 export function requestContextHandler(ctx: AppContext): ServiceImpl<typeof ContextService>['requestContext'] {
   // Through the router (gRPC-Web, Connect, JSON, compressed calls) the message is encoded
   // whole; plain binary gRPC takes the fast path of request-context-h2.ts.
-  return async (req: RequestContextRequest) => (await runRequestContext(ctx, req, false)).message;
+  return async (req: RequestContextRequest) => responseMessage(await callRequestContext(ctx, req));
 }
 
 /**
- * Runs one RequestContext call. With `preEncoded` the message leaves out the selection's
- * fields and `selected` is returned instead: the caller appends selectionBytes(selected) to
- * the encoded message. Without it the message carries every field.
+ * Runs one RequestContext call: the shared verb with the message's fields as its body.
  * Throws ConnectError(INTERNAL) only when the audit record could not be committed.
  */
-export async function runRequestContext(ctx: AppContext, req: RequestContextRequest, preEncoded: boolean): Promise<{ message: RequestContextResponse; selected: SelectedContext | null }> {
+export async function callRequestContext(ctx: AppContext, req: RequestContextRequest): Promise<ContextOutcome> {
   const startedAt = performance.now();
   const issues = validateRequestContext(req);
   // Empty proto3 fields mean "not given".
@@ -83,13 +81,16 @@ export async function runRequestContext(ctx: AppContext, req: RequestContextRequ
     chain_id: req.chainId || undefined,
     parent_request_id: req.parentRequestId || undefined,
   };
-  let out;
   try {
-    out = await requestContext(ctx, { requestId: randomUUID(), apiKey: req.apiKey, body, issues: issues.length ? issues : null, startedAt });
+    return await requestContext(ctx, { requestId: randomUUID(), apiKey: req.apiKey, body, issues: issues.length ? issues : null, startedAt });
   } catch (e) {
     ctx.logger.error('context request failed', { error: e as Error });
     throw new ConnectError('Internal error', Code.Internal);
   }
+}
+
+/** The whole RequestContextResponse of an outcome, as a message (the Connect router's path). */
+export function responseMessage(out: ContextOutcome): RequestContextResponse {
   const common = {
     requestId: out.requestId,
     agentId: out.agentId ?? '',
@@ -98,8 +99,29 @@ export async function runRequestContext(ctx: AppContext, req: RequestContextRequ
     timestamp: BigInt(out.timestamp),
     processingTimeMs: out.processingTimeMs,
   };
-  if (!out.ok) return { message: create(RequestContextResponseSchema, { ...common, success: false, errorCode: out.code, errorMessage: out.message }), selected: null };
+  if (!out.ok) return create(RequestContextResponseSchema, { ...common, success: false, errorCode: out.code, errorMessage: out.message });
   const s = out.selected;
-  if (!preEncoded) return { message: create(RequestContextResponseSchema, { ...common, success: true, scdIds: s.scdIds, scdContent: s.scdContent, contextBundleIds: s.bundleIds }), selected: null };
-  return { message: create(RequestContextResponseSchema, { ...common, success: true }), selected: s };
+  return create(RequestContextResponseSchema, { ...common, success: true, scdIds: s.scdIds, scdContent: s.scdContent, contextBundleIds: s.bundleIds });
+}
+
+/**
+ * The same response as bytes, for the plain gRPC fast path: the per-call fields encoded by
+ * hand (create() and toBinary() of a seven-field message cost more than writing them), then
+ * the selection's once-per-selection bytes (selectionBytes). Field numbers are those of
+ * spec/context.proto; proto3 leaves default values out. Equal, decoded, to responseMessage.
+ */
+export function responseParts(out: ContextOutcome): { head: Uint8Array; tail: Buffer | null } {
+  const w = new BinaryWriter();
+  if (out.ok) w.tag(1, WireType.Varint).bool(true);
+  if (out.requestId) w.tag(2, WireType.LengthDelimited).string(out.requestId);
+  if (out.agentId) w.tag(3, WireType.LengthDelimited).string(out.agentId);
+  if (out.roleId) w.tag(4, WireType.LengthDelimited).string(out.roleId);
+  if (out.taskType) w.tag(5, WireType.LengthDelimited).string(out.taskType);
+  if (out.timestamp) w.tag(8, WireType.Varint).int64(out.timestamp);
+  if (out.processingTimeMs) w.tag(9, WireType.Varint).int32(out.processingTimeMs);
+  if (!out.ok) {
+    w.tag(10, WireType.LengthDelimited).string(out.code);
+    w.tag(11, WireType.LengthDelimited).string(out.message);
+  }
+  return { head: w.finish(), tail: out.ok ? selectionBytes(out.selected) : null };
 }
