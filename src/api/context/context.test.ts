@@ -4,6 +4,7 @@
  * per request whatever its outcome, on the real W1 corpus.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import http2 from 'node:http2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestStack, type TestStack } from '../../../test/harness.js';
 import { issueKey, makeAgent } from '../../../test/identity/fixtures.js';
@@ -272,6 +273,58 @@ describe('gRPC RequestContext (an independent grpc-js client)', () => {
     const invalid = await call({ api_key: key.api_key, task_type: '' });
     expect(invalid).toMatchObject({ success: false, error_code: 'VALIDATION_ERROR' });
     expect((await recordOf(invalid.request_id)).validation_errors.errors[0].path).toBe('/task_type');
+  });
+});
+
+describe('gRPC RequestContext: malformed calls on the direct binary path', () => {
+  /** One raw HTTP/2 call: the status trailers and how many response bytes came first. */
+  async function rawCall(session: http2.ClientHttp2Session, body: Buffer, headers: Record<string, string> = {}): Promise<{ status: string | undefined; bytes: number }> {
+    const req = session.request({ ':method': 'POST', ':path': '/svc.context.v1.ContextService/RequestContext', 'content-type': 'application/grpc', te: 'trailers', ...headers });
+    let bytes = 0;
+    req.on('data', (d: Buffer) => (bytes += d.length));
+    const done = new Promise<{ status: string | undefined; bytes: number }>((resolve, reject) => {
+      let status: string | undefined;
+      req.on('response', (h) => (status ??= h['grpc-status'] as string | undefined)); // a trailers-only answer
+      req.on('trailers', (h) => (status = h['grpc-status'] as string | undefined));
+      req.on('close', () => resolve({ status, bytes }));
+      req.on('error', reject);
+    });
+    req.end(body);
+    return done;
+  }
+  const frame = (msg: Buffer, flag = 0) => {
+    const head = Buffer.alloc(5);
+    head[0] = flag;
+    head.writeUInt32BE(msg.length, 1);
+    return Buffer.concat([head, msg]);
+  };
+
+  it('answers each with a gRPC status, writes no record, and keeps serving the session', async () => {
+    const session = http2.connect(t.url('context-grpc'));
+    try {
+      const before = await count();
+      const cases: Array<[string, Buffer, number]> = [
+        ['no message', Buffer.alloc(0), 3],
+        ['a prefix shorter than 5 bytes', Buffer.from([0, 0, 0]), 3],
+        ['a length that does not match', Buffer.from([0, 0, 0, 0, 9, 1, 2]), 3],
+        ['two messages', Buffer.concat([frame(Buffer.from([0x12, 0x01, 0x61])), frame(Buffer.from([0x12, 0x01, 0x61]))]), 3],
+        ['bytes that are not a RequestContextRequest', frame(Buffer.from([0xff, 0xff, 0xff])), 3],
+        ['a compressed flag without grpc-encoding', frame(Buffer.from([0x12, 0x01, 0x61]), 1), 13],
+      ];
+      for (const [name, body, code] of cases) {
+        const r = await rawCall(session, body);
+        expect({ name, status: r.status, bytes: r.bytes }).toEqual({ name, status: String(code), bytes: 0 });
+      }
+      expect(await count()).toBe(before);
+      // The same session still serves a well-formed call, which is audited.
+      const k = Buffer.from(key.api_key);
+      const ok = await rawCall(session, frame(Buffer.concat([Buffer.from([0x0a, k.length]), k, Buffer.from([0x12, 11]), Buffer.from('code_review')])));
+      expect(ok.status).toBe('0');
+      expect(ok.bytes).toBeGreaterThan(10_000);
+      expect(await count()).toBe(before + 1);
+    } finally {
+      session.close();
+    }
   });
 });
 
