@@ -88,32 +88,42 @@ export function netstring(text: string): string {
   return `${Buffer.byteLength(text, 'utf8')}:${text},`;
 }
 
-/** The spec's record_content without the leading chain_sequence. */
-export function recordContentTail(f: Omit<ChainFields, 'chain_sequence'>): string {
-  return f.request_id + (f.agent_id ?? '') + f.task_type + (f.intent_valid ? 'true' : 'false') + f.requested_at.toISOString();
+/** The spec's record_content without the leading chain_sequence (requested_at as ISO text). */
+export function recordContentTail(f: Pick<ChainFields, 'request_id' | 'agent_id' | 'task_type' | 'intent_valid'>, requestedAtIso: string): string {
+  return f.request_id + (f.agent_id ?? '') + f.task_type + (f.intent_valid ? 'true' : 'false') + requestedAtIso;
+}
+
+/**
+ * The content netstrings of the fields after chain_sequence, from their canonical JSON texts
+ * in CONTENT_FIELDS order (a caller that already holds some of the texts passes them).
+ */
+export function contentTailOf(canonicalTexts: readonly string[]): string {
+  let out = '';
+  for (const t of canonicalTexts) out += netstring(t);
+  return out;
 }
 
 /** The content netstrings of every field after chain_sequence. */
 export function contentTail(f: Omit<ChainFields, 'chain_sequence'>): string {
-  return (
-    netstring(JSON.stringify(f.request_id)) +
-    netstring(canonicalJson(f.agent_id)) +
-    netstring(JSON.stringify(f.task_type)) +
-    netstring(canonicalJson(f.request_params)) +
-    netstring(f.intent_valid ? 'true' : 'false') +
-    netstring(canonicalJson(f.validation_errors)) +
-    netstring(canonicalJson(f.context_bundle_ids)) +
-    netstring(canonicalJson(f.context_scd_ids)) +
-    netstring(canonicalJson(f.processing_time_ms)) +
-    netstring(JSON.stringify(f.requested_at.toISOString())) +
-    netstring(canonicalJson(f.chain_id)) +
-    netstring(canonicalJson(f.parent_request_id))
-  );
+  return contentTailOf([
+    JSON.stringify(f.request_id),
+    canonicalJson(f.agent_id),
+    JSON.stringify(f.task_type),
+    canonicalJson(f.request_params),
+    f.intent_valid ? 'true' : 'false',
+    canonicalJson(f.validation_errors),
+    canonicalJson(f.context_bundle_ids),
+    canonicalJson(f.context_scd_ids),
+    canonicalJson(f.processing_time_ms),
+    JSON.stringify(f.requested_at.toISOString()),
+    canonicalJson(f.chain_id),
+    canonicalJson(f.parent_request_id),
+  ]);
 }
 
 /** record_hash = SHA-256(record_content + previous_hash). */
 export function computeRecordHash(f: ChainFields, previousHash: string): string {
-  return sha256Hex(String(f.chain_sequence) + recordContentTail(f) + previousHash);
+  return sha256Hex(String(f.chain_sequence) + recordContentTail(f, f.requested_at.toISOString()) + previousHash);
 }
 
 /** content_hash = SHA-256(previous content_hash + netstrings of CONTENT_FIELDS). */

@@ -14,7 +14,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { AppContext } from '../../shared/app-context.js';
-import { canonicalJson, netstring, storableJson, storableText } from './hash.js';
+import { canonicalJson, contentTailOf, recordContentTail, storableJson, storableText } from './hash.js';
 
 /** What the context API hands to the writer: every stored field except the chain's own. */
 export interface AuditEntry {
@@ -62,33 +62,30 @@ export function textArrayLiteral(a: readonly string[]): string {
 
 /**
  * A list of ids as the writer sends it: normalized (storableText), as the JSON-escaped array
- * literal of the statement, and as the JSON-escaped netstring of its canonical JSON (its piece
- * of the content chain's input). Computed once per frozen array: a context request's
- * bundle and SCD ids are its selection's shared, frozen arrays, the same for every request
- * of a role, and working them out per record cost more than the rest of the record.
+ * literal of the statement, and as its canonical JSON (its text in the content chain's input).
+ * Computed once per frozen array: a context request's bundle and SCD ids are its selection's
+ * shared, frozen arrays, the same for every request of a role, and working them out per
+ * record cost more than the rest of the record. A list that was not frozen is normalized
+ * into a frozen copy, which is remembered, so that the writer finds it again.
  */
 interface IdList {
-  ids: string[];
+  ids: readonly string[];
   literal: string;
-  contentPiece: string;
+  canonical: string;
 }
 const idLists = new WeakMap<readonly string[], IdList>();
 function idList(a: readonly string[]): IdList {
   let l = idLists.get(a);
   if (l === undefined) {
-    const ids = a.map((x) => storableText(x));
-    l = { ids: Object.isFrozen(a) && ids.every((x, i) => x === a[i]) ? (a as string[]) : ids, literal: JSON.stringify(textArrayLiteral(ids)), contentPiece: jsonEscaped(netstring(canonicalJson(ids))) };
+    const normalized = a.map((x) => storableText(x));
+    const ids = Object.isFrozen(a) && normalized.every((x, i) => x === a[i]) ? a : Object.freeze(normalized);
+    l = { ids, literal: JSON.stringify(textArrayLiteral(ids)), canonical: canonicalJson(ids) };
+    // Only frozen lists are remembered: a mutable one could change under its entry.
     if (Object.isFrozen(a)) idLists.set(a, l);
+    idLists.set(ids, l);
   }
   return l;
 }
-
-/** `s` escaped as inside a JSON string (without the quotes): JSON escaping is per character. */
-function jsonEscaped(s: string): string {
-  return JSON.stringify(s).slice(1, -1);
-}
-
-const NULL_PIECE = jsonEscaped(netstring('null'));
 
 export class AuditWriter {
   /** Emits 'committed' (CommittedAudit[]) after each commit: the SSE stream wakes on it. */
@@ -184,7 +181,6 @@ export class AuditWriter {
     const requestedAt = new Date(now);
     const iso = requestedAt.toISOString();
     const at = JSON.stringify(iso);
-    const atPiece = jsonEscaped(netstring(at));
     let json = '[';
     for (let i = 0; i < batch.length; i++) {
       const e = batch[i]!.entry;
@@ -199,21 +195,14 @@ export class AuditWriter {
       const m = canonicalJson(e.processingTimeMs);
       const c = canonicalJson(e.chainId);
       const pr = canonicalJson(e.parentRequestId);
-      // The spec's record_content without chain_sequence, and the content chain's netstrings
-      // of every field after chain_sequence (hash.ts: recordContentTail, contentTail), built
-      // here from the pieces already at hand.
-      const rc = e.requestId + (e.agentId ?? '') + e.taskType + v + iso;
-      const cc =
-        jsonEscaped(netstring(r) + netstring(a) + netstring(t) + netstring(p) + netstring(v) + netstring(err)) +
-        (bundles ? bundles.contentPiece : NULL_PIECE) +
-        (scds ? scds.contentPiece : NULL_PIECE) +
-        jsonEscaped(netstring(m)) +
-        atPiece +
-        jsonEscaped(netstring(c) + netstring(pr));
+      // The two hash inputs the database finishes under the chain lock (hash.ts), from the
+      // canonical texts already at hand.
+      const rc = recordContentTail({ request_id: e.requestId, agent_id: e.agentId, task_type: e.taskType, intent_valid: e.intentValid }, iso);
+      const cc = contentTailOf([r, a, t, p, v, err, bundles ? bundles.canonical : 'null', scds ? scds.canonical : 'null', m, at, c, pr]);
       if (i) json += ',';
       json +=
         `{"r":${r},"a":${a},"t":${t},"p":${p},"v":${v},"e":${err},"b":${bundles ? bundles.literal : 'null'},"s":${scds ? scds.literal : 'null'},` +
-        `"m":${m},"at":${at},"c":${c},"pr":${pr},"rc":${JSON.stringify(rc)},"cc":"${cc}"}`;
+        `"m":${m},"at":${at},"c":${c},"pr":${pr},"rc":${JSON.stringify(rc)},"cc":${JSON.stringify(cc)}}`;
     }
     json += ']';
     const [row] = await this.ctx.db.query<{ first: number }>('SELECT svc_audit_append($1::jsonb) AS first', [json]);
@@ -235,8 +224,8 @@ export function normalizeEntry(e: AuditEntry): AuditEntry {
     taskType: text(e.taskType, MAX_AUDITED_TEXT)!,
     requestParams: e.requestParams ? storableJson(e.requestParams) : null,
     validationErrors: e.validationErrors ? storableJson(e.validationErrors) : null,
-    contextBundleIds: e.contextBundleIds ? idList(e.contextBundleIds).ids : null,
-    contextScdIds: e.contextScdIds ? idList(e.contextScdIds).ids : null,
+    contextBundleIds: e.contextBundleIds ? (idList(e.contextBundleIds).ids as string[]) : null,
+    contextScdIds: e.contextScdIds ? (idList(e.contextScdIds).ids as string[]) : null,
     chainId: text(e.chainId, MAX_AUDITED_TEXT),
     parentRequestId: text(e.parentRequestId, MAX_AUDITED_TEXT),
   };
