@@ -14,11 +14,12 @@
  * prefixed messages, the status in trailers).
  */
 import type http2 from 'node:http2';
-import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
+import { create, toBinary } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
 import type { AppContext } from '../../shared/app-context.js';
-import { ContextMessageSchema, SubscribeRequestSchema, type SubscribeRequest } from '../../../gen/proto/context_pb.js';
+import { ContextMessageSchema, SubscribeRequestSchema } from '../../../gen/proto/context_pb.js';
 import { subscriptionFrames } from './subscribe.js';
+import { finish, isPlainGrpc, readMessage, writeMessage } from './h2.js';
 
 export const SUBSCRIBE_PATH = '/svc.context.v1.ContextService/Subscribe';
 const MAX_REQUEST_BYTES = 64 * 1024;
@@ -30,11 +31,7 @@ const TIMEOUT_UNITS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000
  */
 export function subscribeH2(ctx: AppContext): (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => boolean {
   return (req, res) => {
-    if (req.method !== 'POST' || req.url.split('?', 1)[0] !== SUBSCRIBE_PATH) return false;
-    const type = String(req.headers['content-type'] ?? '').toLowerCase();
-    if (type !== 'application/grpc' && type !== 'application/grpc+proto') return false;
-    const encoding = req.headers['grpc-encoding'];
-    if (encoding !== undefined && encoding !== 'identity') return false;
+    if (!isPlainGrpc(req, SUBSCRIBE_PATH)) return false;
     req.stream.on('error', () => {}); // a reset by the client is an ordinary end here
     serve(ctx, req, res).catch((e: unknown) => {
       ctx.logger.error('subscribe stream failed', { error: e as Error });
@@ -44,30 +41,17 @@ export function subscribeH2(ctx: AppContext): (req: http2.Http2ServerRequest, re
   };
 }
 
-// Written through the compatibility response (not the raw stream): it owns the stream's
-// trailers (it answers 'wantTrailers' itself), so the status goes in with addTrailers.
 async function serve(ctx: AppContext, req: http2.Http2ServerRequest, res: http2.Http2ServerResponse): Promise<void> {
   const gone = new AbortController();
   req.stream.once('close', () => gone.abort());
   const deadline = deadlineSignal(req.headers['grpc-timeout']);
   const signal = deadline ? AbortSignal.any([gone.signal, deadline.signal]) : gone.signal;
   try {
-    const request = await readRequest(req.stream);
+    const request = await readMessage(req.stream, SubscribeRequestSchema, MAX_REQUEST_BYTES);
     for await (const f of subscriptionFrames(ctx, request, signal)) {
-      if (!res.headersSent) res.writeHead(200, GRPC_HEADERS);
       const head = toBinary(ContextMessageSchema, create(ContextMessageSchema, { type: f.type, tag: f.tag, sequence: f.sequence, timestamp: f.timestamp }));
-      const shared = f.state?.bytes;
-      const prefix = Buffer.allocUnsafe(5 + head.length);
-      prefix[0] = 0; // not compressed
-      prefix.writeUInt32BE(head.length + (shared?.length ?? 0), 1);
-      prefix.set(head, 5);
-      // One vectored write of head and shared bytes; the shared buffer is the same for every
-      // stream and is never copied here.
-      req.stream.cork();
-      let flowing = res.write(prefix);
-      if (shared?.length) flowing = res.write(shared);
-      req.stream.uncork();
-      if (!flowing) await drained(res, signal);
+      // The shared buffer is the same for every stream of the tag.
+      if (!writeMessage(res, head, f.state?.bytes ?? null)) await drained(res, signal);
     }
     if (deadline?.signal.aborted && !gone.signal.aborted) throw new ConnectError('deadline exceeded', Code.DeadlineExceeded);
     finish(res, null);
@@ -76,37 +60,6 @@ async function serve(ctx: AppContext, req: http2.Http2ServerRequest, res: http2.
   } finally {
     deadline?.clear();
   }
-}
-
-/** Reads the one length-prefixed request message. */
-async function readRequest(stream: http2.ServerHttp2Stream): Promise<SubscribeRequest> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of stream as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_REQUEST_BYTES) throw new ConnectError(`request exceeds ${MAX_REQUEST_BYTES} bytes`, Code.ResourceExhausted);
-    chunks.push(chunk);
-  }
-  const body = Buffer.concat(chunks);
-  if (body.length < 5) throw new ConnectError('request message missing', Code.InvalidArgument);
-  if (body[0] !== 0) throw new ConnectError('compressed message without grpc-encoding', Code.Internal);
-  const length = body.readUInt32BE(1);
-  if (body.length !== 5 + length) throw new ConnectError('expected exactly one request message', Code.InvalidArgument);
-  try {
-    return fromBinary(SubscribeRequestSchema, body.subarray(5));
-  } catch {
-    throw new ConnectError('request is not a SubscribeRequest', Code.InvalidArgument);
-  }
-}
-
-const GRPC_HEADERS = { 'content-type': 'application/grpc+proto', 'grpc-accept-encoding': 'identity' };
-
-/** Ends the stream with its status in the trailers (after the messages, or after none). */
-function finish(res: http2.Http2ServerResponse, err: ConnectError | null): void {
-  if (res.stream.destroyed || res.stream.closed || res.writableEnded) return;
-  if (!res.headersSent) res.writeHead(200, GRPC_HEADERS);
-  res.addTrailers({ 'grpc-status': String(err?.code ?? 0), ...(err ? { 'grpc-message': encodeURIComponent(err.rawMessage) } : {}) });
-  res.end();
 }
 
 function drained(res: http2.Http2ServerResponse, signal: AbortSignal): Promise<void> {
