@@ -3,9 +3,10 @@
  * p50/p99 at 64 concurrent clients on W1 (role-scoped, ~10 KB) and W2 (whole deployment,
  * ~55 KB), gRPC RequestContext on W1, and a bare node:http hello-world measured in the same
  * run for the ratio. The load comes from wrk and h2load in their own processes (see
- * external-load.ts), or from the Node generator of load-gen.ts when they are missing. On PostgreSQL the server is a separate process (`src/main.ts api
- * context-grpc`) on a fresh database holding the real corpus; on PGlite (no DATABASE_URL) a
- * smaller in-process run, labelled so.
+ * external-load.ts), or from the Node generator of load-gen.ts when they are missing; the
+ * hello-world and the context runs always share one generator. On PostgreSQL the server is
+ * a separate process (`src/main.ts api context-grpc`) on a fresh database holding the real
+ * corpus; on PGlite (no DATABASE_URL) a smaller in-process run, labelled so.
  *
  * After each run the audit records written are counted against the answers received, and
  * the chain is verified: every audited answer must have its record.
@@ -74,29 +75,37 @@ async function count(db: TestDb['db']): Promise<number> {
   return Number(r!.n);
 }
 
+/**
+ * HTTP load on `base` + `path` for `ms` after an uncounted warm-up: from wrk when `external`,
+ * else from the Node generator. `answered` counts every answer, the warm-up's included.
+ */
+async function httpLoad(external: boolean, base: string, path: string, opts: { body?: string; headers?: Record<string, string> }, ms: number, warmupMs: number): Promise<{ r: LoadResult; answered: number }> {
+  if (external) {
+    const w = await wrkRun(base + path, { connections: CLIENTS, seconds: ms / 1000, warmupSeconds: warmupMs / 1000, ...opts });
+    return { r: w, answered: w.requests + w.warmupRequests };
+  }
+  const call = httpCaller(base, path, { method: opts.body === undefined ? 'GET' : 'POST', ...opts, sockets: CLIENTS });
+  let answered = 0;
+  const r = await closedLoop(CLIENTS, warmupMs, ms, async () => {
+    const st = await call();
+    answered++;
+    return st;
+  });
+  return { r, answered };
+}
+
 export default async function contextBench(b: Bench): Promise<void> {
+  // wrk and h2load on PostgreSQL runs; the Node generator otherwise (see realRun's first line).
+  const external = b.real && haveTool('wrk') && haveTool('h2load');
   const hello = await startHelloWorld();
   const helloRun = async (ms: number) => {
-    let answered = 0;
     const cpu0 = cpuSeconds(hello.pid);
-    let r: LoadResult;
-    if (b.real && haveTool('wrk')) {
-      const w = await wrkRun(`${hello.url}/`, { connections: CLIENTS, seconds: ms / 1000, warmupSeconds: 1 });
-      r = w;
-      answered = w.requests + w.warmupRequests;
-    } else {
-      const call = httpCaller(hello.url, '/', { method: 'GET', sockets: CLIENTS });
-      r = await closedLoop(CLIENTS, 1000, ms, async () => {
-        const s = await call();
-        answered++;
-        return s;
-      });
-    }
+    const { r, answered } = await httpLoad(external, hello.url, '/', {}, ms, 1000);
     helloCpuPerReq = ((cpuSeconds(hello.pid) - cpu0) / answered) * 1e6;
     return r;
   };
   try {
-    if (b.real) await realRun(b, helloRun);
+    if (b.real) await realRun(b, external, helloRun);
     else await embeddedRun(b, helloRun);
   } finally {
     hello.stop();
@@ -112,9 +121,8 @@ function grpcFrame(apiKey: string): Buffer {
   return frame;
 }
 
-async function realRun(b: Bench, helloRun: (ms: number) => Promise<LoadResult>): Promise<void> {
+async function realRun(b: Bench, external: boolean, helloRun: (ms: number) => Promise<LoadResult>): Promise<void> {
   const DURATION = Number(process.env.BENCH_CONTEXT_MS ?? 8000);
-  const external = haveTool('wrk') && haveTool('h2load');
   b.print(
     external
       ? 'load: wrk (REST, hello-world; 2 threads, 64 connections) and h2load (gRPC; 64 streams on 8 HTTP/2 connections), separate processes'
@@ -134,20 +142,7 @@ async function realRun(b: Bench, helloRun: (ms: number) => Promise<LoadResult>):
       const size = Buffer.byteLength(JSON.stringify(probe.body));
       const before = await count(testDb.db);
       const cpu0 = cpuSeconds(proc.child.pid!);
-      let answered = 0;
-      let r: LoadResult;
-      if (external) {
-        const w = await wrkRun(`${proc.url}/api/context`, { connections: CLIENTS, seconds: DURATION / 1000, warmupSeconds: 2, body, headers: { 'x-api-key': apiKey } });
-        r = w;
-        answered = w.requests + w.warmupRequests;
-      } else {
-        const rest = httpCaller(proc.url, '/api/context', { body, headers: { 'x-api-key': apiKey }, sockets: CLIENTS });
-        r = await closedLoop(CLIENTS, 2000, DURATION, async () => {
-          const st = await rest();
-          answered++;
-          return st;
-        });
-      }
+      const { r, answered } = await httpLoad(external, proc.url, '/api/context', { body, headers: { 'x-api-key': apiKey } }, DURATION, 2000);
       const cpuPerReq = ((cpuSeconds(proc.child.pid!) - cpu0) / answered) * 1e6;
       const ratio = r.perSecond / helloBefore.perSecond;
       b.print(line(r, `REST audited POST /api/context (${probe.body.scd_ids.length} SCDs, ${(size / 1024).toFixed(1)} KB)`, workload, 'PostgreSQL', `hello-world ratio ${ratio.toFixed(3)}`, `; server CPU ${fmt(cpuPerReq)} µs/request (hello-world ${fmt(helloCpuPerReq)}: CPU ratio ${(helloCpuPerReq / cpuPerReq).toFixed(3)}); statuses ${JSON.stringify(r.statuses)}${r.errors ? `; socket errors ${r.errors}` : ''}`));
@@ -197,13 +192,7 @@ async function embeddedRun(b: Bench, helloRun: (ms: number) => Promise<LoadResul
     await publishCorpus(call, { workload: 'W1' });
     const apiKey = await benchAgent(call);
     const before = await count(t.testDb.db);
-    let answered = 0;
-    const rest = httpCaller(t.url('api'), '/api/context', { body: JSON.stringify({ task_type: 'code_review' }), headers: { 'x-api-key': apiKey }, sockets: CLIENTS });
-    const r = await closedLoop(CLIENTS, 1000, DURATION, async () => {
-      const s = await rest();
-      answered++;
-      return s;
-    });
+    const { r, answered } = await httpLoad(false, t.url('api'), '/api/context', { body: JSON.stringify({ task_type: 'code_review' }), headers: { 'x-api-key': apiKey } }, DURATION, 1000);
     b.print(line(r, 'REST audited POST /api/context (server and load in one process)', 'W1', 'PGlite', `hello-world ratio ${(r.perSecond / hello.perSecond).toFixed(3)}`));
     await auditCheck(b, t.testDb.db, before, answered, 'W1 REST');
     const client = createClient(ContextService, createGrpcTransport({ baseUrl: t.url('context-grpc') }));

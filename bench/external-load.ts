@@ -13,9 +13,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import type { LoadResult } from './load-gen.js';
+import { percentile, type LoadResult } from './load-gen.js';
 
 const run = promisify(execFile);
+/** Whole seconds, at least one: both tools take durations in whole seconds. */
+const secs = (s: number) => String(Math.max(1, Math.round(s)));
 
 /** True when `tool` is on PATH. */
 export function haveTool(tool: string): boolean {
@@ -64,8 +66,8 @@ export async function wrkRun(url: string, opts: { connections: number; seconds: 
       fs.writeFileSync(path.join(dir, 'req.lua'), lua);
       args.push('-s', path.join(dir, 'req.lua'));
     }
-    const warm = opts.warmupSeconds ? parseWrk((await run('wrk', [...args, `-d${opts.warmupSeconds}s`, url], { maxBuffer: 1 << 20 })).stdout).requests : 0;
-    const { stdout } = await run('wrk', [...args, `-d${opts.seconds}s`, url], { maxBuffer: 1 << 20 });
+    const warm = opts.warmupSeconds ? parseWrk((await run('wrk', [...args, `-d${secs(opts.warmupSeconds)}s`, url], { maxBuffer: 1 << 20 })).stdout).requests : 0;
+    const { stdout } = await run('wrk', [...args, `-d${secs(opts.seconds)}s`, url], { maxBuffer: 1 << 20 });
     return { ...parseWrk(stdout), warmupRequests: warm };
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
@@ -86,9 +88,9 @@ export async function h2loadGrpc(url: string, frame: Buffer, opts: { connections
   try {
     fs.writeFileSync(path.join(dir, 'req.bin'), frame);
     const args = ['-c', String(opts.connections), '-m', String(opts.streams), '-t', '1', '-d', path.join(dir, 'req.bin'), '-H', 'content-type: application/grpc', '-H', 'te: trailers'];
-    const warm = opts.warmupSeconds ? Number(/(\d+) done/.exec((await run('h2load', [...args, '-D', String(opts.warmupSeconds), url], { maxBuffer: 1 << 20 })).stdout)?.[1] ?? 0) : 0;
+    const warm = opts.warmupSeconds ? Number(/(\d+) done/.exec((await run('h2load', [...args, '-D', secs(opts.warmupSeconds), url], { maxBuffer: 1 << 20 })).stdout)?.[1] ?? 0) : 0;
     const log = path.join(dir, 'log.tsv');
-    const { stdout } = await run('h2load', [...args, '-D', String(opts.seconds), `--log-file=${log}`, url], { maxBuffer: 1 << 20 });
+    const { stdout } = await run('h2load', [...args, '-D', secs(opts.seconds), `--log-file=${log}`, url], { maxBuffer: 1 << 20 });
     // One line per request: start (µs since epoch), HTTP status, duration (µs).
     const lat: number[] = [];
     const statuses: Record<string, number> = {};
@@ -99,9 +101,8 @@ export async function h2loadGrpc(url: string, frame: Buffer, opts: { connections
       statuses[status!] = (statuses[status!] ?? 0) + 1;
     }
     const sorted = Float64Array.from(lat).sort();
-    const pct = (p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : NaN);
     const failed = Number(/(\d+) failed/.exec(stdout)?.[1] ?? 0) + Number(/(\d+) errored/.exec(stdout)?.[1] ?? 0);
-    return { warmupRequests: warm, requests: lat.length, perSecond: Number(/finished in [^,]+, ([\d.]+) req\/s/.exec(stdout)?.[1] ?? NaN), p50: pct(50), p99: pct(99), statuses, errors: failed };
+    return { warmupRequests: warm, requests: lat.length, perSecond: Number(/finished in [^,]+, ([\d.]+) req\/s/.exec(stdout)?.[1] ?? NaN), p50: percentile(sorted, 50), p99: percentile(sorted, 99), statuses, errors: failed };
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

@@ -17,7 +17,8 @@ export interface LoadResult {
   errors: number;
 }
 
-function percentile(sorted: Float64Array, p: number): number {
+/** The p-th percentile of ascending `sorted` (NaN when empty). */
+export function percentile(sorted: Float64Array, p: number): number {
   if (!sorted.length) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
