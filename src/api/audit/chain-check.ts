@@ -15,6 +15,7 @@
  */
 import { hash } from 'node:crypto';
 import { canonicalJson } from './hash.js';
+import { int32 } from './copy-binary.js';
 
 /** The columns the checker reads, in order (each cast pins its binary form). */
 export const CHECK_COLUMNS = [
@@ -55,7 +56,6 @@ const FALSE = Buffer.from('false');
 const NULL = Buffer.from('null');
 const MAX_DEPTH = 32;
 
-const int32 = (b: Uint8Array, p: number) => (b[p]! << 24) | (b[p + 1]! << 16) | (b[p + 2]! << 8) | b[p + 3]!;
 const uint32 = (b: Uint8Array, p: number) => int32(b, p) >>> 0;
 
 /** Copies src[s, e) to dst at d; returns the position after it. */

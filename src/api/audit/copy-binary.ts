@@ -18,7 +18,8 @@ export type RowHandler = (buf: Buffer, fields: Int32Array) => void;
 
 export class CopyFormatError extends Error {}
 
-const int32 = (b: Buffer, p: number) => (b[p]! << 24) | (b[p + 1]! << 16) | (b[p + 2]! << 8) | b[p + 3]!;
+/** The big-endian signed 32-bit integer at `p` (COPY's field lengths and counts). */
+export const int32 = (b: Uint8Array, p: number) => (b[p]! << 24) | (b[p + 1]! << 16) | (b[p + 2]! << 8) | b[p + 3]!;
 
 /**
  * Incremental parser: `push` the bytes as they come, `end` when there are no more. Rows are
