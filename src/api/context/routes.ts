@@ -10,13 +10,16 @@
 import type { AppContext } from '../../shared/app-context.js';
 import { BODY_LIMIT_BYTES, type HandlerResult, type RequestInfo, type ValidationIssue } from '../../shared/http/openapi-app.js';
 import type { RouteModule } from '../../shared/service.js';
-import { answerBytes, answerContext, CONTENT_TYPE, internalErrorAnswer } from './answer.js';
+import { answerBytes, answerContext, CONTENT_TYPE, internalErrorAnswer, type ContextAnswer } from './answer.js';
 import { mintSubscribeTokenHandler } from './token.js';
 import { contextFastPath } from './fast-path.js';
 
+function toResponse(a: ContextAnswer, requestId?: string): Response {
+  return new Response(answerBytes(a) as Uint8Array<ArrayBuffer>, { status: a.status, headers: { 'content-type': CONTENT_TYPE, ...(requestId ? { 'x-request-id': requestId } : {}) } });
+}
+
 async function viaEdge(req: RequestInfo, ctx: AppContext, issues: ValidationIssue[] | null, tooLarge = false): Promise<HandlerResult> {
-  const a = await answerContext(ctx, { requestId: req.requestId, apiKey: req.headers['x-api-key'], body: req.body, issues, tooLarge });
-  return new Response(answerBytes(a) as Uint8Array<ArrayBuffer>, { status: a.status, headers: { 'content-type': CONTENT_TYPE, 'x-request-id': req.requestId } });
+  return toResponse(await answerContext(ctx, { requestId: req.requestId, apiKey: req.headers['x-api-key'], body: req.body, issues, tooLarge }), req.requestId);
 }
 
 export const routes: RouteModule = {
@@ -28,10 +31,7 @@ export const routes: RouteModule = {
     requestContext: (req, ctx, errors) => viaEdge(req, ctx, errors),
   },
   internalError: {
-    requestContext: () => {
-      const a = internalErrorAnswer();
-      return new Response(answerBytes(a) as Uint8Array<ArrayBuffer>, { status: a.status, headers: { 'content-type': CONTENT_TYPE } });
-    },
+    requestContext: () => toResponse(internalErrorAnswer()),
   },
   payloadTooLarge: {
     requestContext: (req, ctx) => viaEdge(req, ctx, [{ path: '/body', rule: 'maxBodySize', message: `must NOT be larger than ${BODY_LIMIT_BYTES} bytes` }], true),
