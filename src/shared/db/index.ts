@@ -6,7 +6,8 @@
  * `tx` runs a function in a transaction and reuses an outer one when called inside it.
  * PostgreSQL error codes are mapped to domain errors in one place: `mapDbError`.
  */
-import { PGlite } from '@electric-sql/pglite';
+// Types only: PGlite (a large module) is loaded when the embedded default is opened, never on PostgreSQL.
+import type { PGlite } from '@electric-sql/pglite';
 import postgres from 'postgres';
 import fs from 'node:fs';
 import { AppError } from '../errors.js';
@@ -42,6 +43,7 @@ export async function openDb(opts: OpenDbOptions): Promise<Db> {
   if (opts.url) return openPostgres(opts);
   const dir = opts.dataDir && opts.dataDir !== 'memory://' ? opts.dataDir : undefined;
   if (dir) fs.mkdirSync(dir, { recursive: true });
+  const { PGlite } = await import('@electric-sql/pglite');
   const pg = dir ? new PGlite(dir) : new PGlite();
   await pg.waitReady;
   return pgliteDb(pg, pg, false);
