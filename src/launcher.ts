@@ -3,10 +3,11 @@
  * requests (up to a grace period), end streams, then close the context (database, broker).
  */
 import http from 'node:http';
-import http2 from 'node:http2';
+import type net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
-import { connectNodeAdapter } from '@connectrpc/connect-node';
+import { createH2Server, type H2Server } from './shared/http2/server.js';
+import { connectH2Handler } from './shared/http2/connect.js';
 import type { AppContext } from './shared/app-context.js';
 import type { ServiceName } from './shared/service.js';
 import { SERVICES } from './services.js';
@@ -28,7 +29,7 @@ export interface RunningStack {
 
 const DRAIN_MS = 5000;
 
-function listening(server: http.Server | http2.Http2Server, port: number, host: string): Promise<number> {
+function listening(server: net.Server, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -42,8 +43,8 @@ async function startOne(ctx: AppContext, name: ServiceName, portOverride?: numbe
   const def = SERVICES[name];
   const host = def.host(ctx.config);
   const wanted = portOverride ?? def.port(ctx.config);
-  let server: http.Server | http2.Http2Server;
-  const sessions = new Set<http2.Http2Session>();
+  let server: net.Server;
+  let h2: H2Server | null = null;
   if (def.kind === 'http') {
     const app = await def.createApp(ctx);
     // A service may serve some requests itself before the app (see HttpServiceDef.preHandle).
@@ -63,17 +64,14 @@ async function startOne(ctx: AppContext, name: ServiceName, portOverride?: numbe
     // gRPC client advertises gzip, and gzipping each context answer and each Subscribe
     // message (tens of KB, for every stream of a tag) costs far more CPU than loopback or
     // LAN bandwidth saves. A message is compressed only from compressMinBytes up.
-    const connect = connectNodeAdapter({ routes: def.routes(ctx), compressMinBytes: Number.MAX_SAFE_INTEGER });
+    // On the lean HTTP/2 server (shared/http2/server.ts says why not node:http2).
+    const onError = (e: unknown, method?: string) => ctx.logger.error('grpc handler failed', { method, error: e as Error });
+    const connect = connectH2Handler({ routes: def.routes(ctx), compressMinBytes: Number.MAX_SAFE_INTEGER, onError });
     // A service may serve some requests itself before the router (see GrpcServiceDef.preHandle).
     const pre = def.preHandle?.(ctx);
-    const handler: typeof connect = pre ? (req, res) => void (pre(req as http2.Http2ServerRequest, res as http2.Http2ServerResponse) || connect(req, res)) : connect;
-    const h2 = http2.createServer(handler);
-    h2.on('session', (s) => {
-      sessions.add(s);
-      s.once('close', () => sessions.delete(s));
-    });
-    server = h2;
-    await listening(h2, wanted, host);
+    h2 = createH2Server({ onStream: pre ? (s) => void (pre(s) || connect(s)) : connect, onError });
+    server = h2.server;
+    await listening(server, wanted, host);
   }
   const port = (server.address() as AddressInfo).port;
   const stopJobs = def.start ? await def.start(ctx) : undefined;
@@ -89,7 +87,7 @@ async function startOne(ctx: AppContext, name: ServiceName, portOverride?: numbe
         await new Promise<void>((resolve) => {
           const timer = setTimeout(() => {
             if ('closeAllConnections' in server) (server as http.Server).closeAllConnections();
-            for (const s of sessions) s.destroy();
+            h2?.destroySessions();
           }, DRAIN_MS);
           timer.unref();
           server.close(() => {
@@ -97,7 +95,7 @@ async function startOne(ctx: AppContext, name: ServiceName, portOverride?: numbe
             resolve();
           });
           if ('closeIdleConnections' in server) (server as http.Server).closeIdleConnections();
-          for (const s of sessions) s.close();
+          h2?.closeSessions();
         });
       })();
       return closing;

@@ -1,25 +1,27 @@
 /**
  * gRPC over HTTP/2 written by hand, for the calls served before the Connect router
- * (request-context-h2.ts, subscribe-h2.ts): which requests they may take, reading the one
- * length-prefixed request message, writing a response message, and the status trailers.
- * Through the compatibility request/response of node:http2, which owns the stream's
- * trailers (it answers 'wantTrailers' itself), so the status goes in with addTrailers.
+ * (request-context-h2.ts, subscribe-h2.ts) on the lean HTTP/2 server (shared/http2): which
+ * requests they may take, reading the one length-prefixed request message, writing a
+ * response message, and the status trailers.
  */
-import type http2 from 'node:http2';
 import { fromBinary, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
+import { encodeHeaders } from '../../shared/http2/hpack.js';
+import { StreamResetError, type H2Stream } from '../../shared/http2/server.js';
 
-export const GRPC_HEADERS = { 'content-type': 'application/grpc+proto', 'grpc-accept-encoding': 'identity' };
+/** The response headers of every call, encoded once. */
+const RESPONSE_HEADERS = encodeHeaders([':status', '200', 'content-type', 'application/grpc+proto', 'grpc-accept-encoding', 'identity']);
+const OK_TRAILERS = encodeHeaders(['grpc-status', '0']);
 
 /**
  * True for a plain binary gRPC call of `path`: POST, `application/grpc[+proto]`, no request
  * compression. gRPC-Web, Connect, JSON codecs and compressed requests are the router's.
  */
-export function isPlainGrpc(req: http2.Http2ServerRequest, path: string): boolean {
-  if (req.method !== 'POST' || req.url.split('?', 1)[0] !== path) return false;
-  const type = String(req.headers['content-type'] ?? '').toLowerCase();
+export function isPlainGrpc(stream: H2Stream, path: string): boolean {
+  if (stream.method !== 'POST' || stream.path.split('?', 1)[0] !== path) return false;
+  const type = (stream.header('content-type') ?? '').toLowerCase();
   if (type !== 'application/grpc' && type !== 'application/grpc+proto') return false;
-  const encoding = req.headers['grpc-encoding'];
+  const encoding = stream.header('grpc-encoding');
   return encoding === undefined || encoding === 'identity';
 }
 
@@ -28,30 +30,15 @@ export function isPlainGrpc(req: http2.Http2ServerRequest, path: string): boolea
  * `maxBytes` is read on without keeping it, then refused (RESOURCE_EXHAUSTED); a missing,
  * compressed, truncated or extra message, or bytes that are not a `schema`, are refused.
  */
-export function readMessage<Desc extends DescMessage>(stream: http2.ServerHttp2Stream, schema: Desc, maxBytes: number): Promise<MessageShape<Desc>> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let ended = false;
-    stream.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size <= maxBytes) chunks.push(c);
-    });
-    stream.once('close', () => {
-      if (!ended) reject(new ConnectError('the client closed the stream', Code.Canceled));
-    });
-    stream.once('end', () => {
-      ended = true;
-      try {
-        resolve(decode(Buffer.concat(chunks), size, schema, maxBytes));
-      } catch (e) {
-        reject(e);
-      }
-    });
-  });
-}
-
-function decode<Desc extends DescMessage>(body: Buffer, size: number, schema: Desc, maxBytes: number): MessageShape<Desc> {
+export async function readMessage<Desc extends DescMessage>(stream: H2Stream, schema: Desc, maxBytes: number): Promise<MessageShape<Desc>> {
+  let body: Buffer;
+  let size: number;
+  try {
+    ({ body, size } = await stream.readAll(maxBytes));
+  } catch (e) {
+    if (e instanceof StreamResetError) throw new ConnectError('the client closed the stream', Code.Canceled);
+    throw e;
+  }
   if (size > maxBytes) throw new ConnectError(`request exceeds ${maxBytes} bytes`, Code.ResourceExhausted);
   if (body.length < 5) throw new ConnectError('request message missing', Code.InvalidArgument);
   if (body[0] !== 0) throw new ConnectError('compressed message without grpc-encoding', Code.Internal);
@@ -65,27 +52,24 @@ function decode<Desc extends DescMessage>(body: Buffer, size: number, schema: De
 
 /**
  * Writes one uncompressed response message: its length prefix and `head` in one chunk, then
- * `shared` (bytes shared between answers, never copied here) in one vectored write. Protobuf
- * fields may come in any order, so head + shared is one message. False when the stream's
- * buffer is full (wait for 'drain').
+ * `shared` (bytes shared between answers, never copied here). Protobuf fields may come in
+ * any order, so head + shared is one message. False when the stream holds much unsent
+ * (wait for stream.drain()).
  */
-export function writeMessage(res: http2.Http2ServerResponse, head: Uint8Array, shared: Uint8Array | null): boolean {
+export function writeMessage(stream: H2Stream, head: Uint8Array, shared: Uint8Array | null): boolean {
   const first = Buffer.allocUnsafe(5 + head.length);
   first[0] = 0; // not compressed
   first.writeUInt32BE(head.length + (shared?.length ?? 0), 1);
   first.set(head, 5);
-  if (!res.headersSent) res.writeHead(200, GRPC_HEADERS);
-  res.stream.cork();
-  let flowing = res.write(first);
-  if (shared?.length) flowing = res.write(shared);
-  res.stream.uncork();
+  if (!stream.responded) stream.respond(RESPONSE_HEADERS);
+  let flowing = stream.write(first);
+  if (shared?.length) flowing = stream.write(shared);
   return flowing;
 }
 
 /** Ends the call with its status in the trailers (after the messages, or after none). */
-export function finish(res: http2.Http2ServerResponse, err: ConnectError | null): void {
-  if (res.stream.destroyed || res.stream.closed || res.writableEnded) return;
-  if (!res.headersSent) res.writeHead(200, GRPC_HEADERS);
-  res.addTrailers({ 'grpc-status': String(err?.code ?? 0), ...(err ? { 'grpc-message': encodeURIComponent(err.rawMessage) } : {}) });
-  res.end();
+export function finish(stream: H2Stream, err: ConnectError | null): void {
+  if (stream.isClosed) return;
+  if (!stream.responded) stream.respond(RESPONSE_HEADERS);
+  stream.end(err ? encodeHeaders(['grpc-status', String(err.code), 'grpc-message', encodeURIComponent(err.rawMessage)]) : OK_TRAILERS);
 }

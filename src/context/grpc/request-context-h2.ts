@@ -9,9 +9,9 @@
  * Everything else (gRPC-Web, Connect, JSON codecs, compressed requests, other methods) is
  * left to the Connect router.
  */
-import type http2 from 'node:http2';
 import { ConnectError } from '@connectrpc/connect';
 import type { AppContext } from '../../shared/app-context.js';
+import type { H2Stream } from '../../shared/http2/server.js';
 import { RequestContextRequestSchema } from '../../../gen/proto/context_pb.js';
 import { callRequestContext, responseParts } from './request-context.js';
 import { finish, isPlainGrpc, readMessage, writeMessage } from './h2.js';
@@ -20,19 +20,18 @@ export const REQUEST_CONTEXT_PATH = '/svc.context.v1.ContextService/RequestConte
 const MAX_REQUEST_BYTES = 1024 * 1024;
 
 /** The pre-handler: true when it took the request. */
-export function requestContextH2(ctx: AppContext): (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => boolean {
-  return (req, res) => {
-    if (!isPlainGrpc(req, REQUEST_CONTEXT_PATH)) return false;
-    req.stream.on('error', () => {}); // a reset by the client is an ordinary end here
-    answer(ctx, req, res).catch((e: unknown) => finish(res, ConnectError.from(e)));
+export function requestContextH2(ctx: AppContext): (stream: H2Stream) => boolean {
+  return (stream) => {
+    if (!isPlainGrpc(stream, REQUEST_CONTEXT_PATH)) return false;
+    answer(ctx, stream).catch((e: unknown) => finish(stream, ConnectError.from(e)));
     return true;
   };
 }
 
-async function answer(ctx: AppContext, req: http2.Http2ServerRequest, res: http2.Http2ServerResponse): Promise<void> {
-  const request = await readMessage(req.stream, RequestContextRequestSchema, MAX_REQUEST_BYTES);
+async function answer(ctx: AppContext, stream: H2Stream): Promise<void> {
+  const request = await readMessage(stream, RequestContextRequestSchema, MAX_REQUEST_BYTES);
   const { head, tail } = responseParts(await callRequestContext(ctx, request));
-  if (res.stream.destroyed || res.stream.closed) return;
-  writeMessage(res, head, tail);
-  finish(res, null);
+  if (stream.isClosed) return;
+  writeMessage(stream, head, tail);
+  finish(stream, null);
 }

@@ -13,10 +13,10 @@
  * those of `subscriptionFrames`; only the framing is written here (gRPC over HTTP/2: length-
  * prefixed messages, the status in trailers).
  */
-import type http2 from 'node:http2';
 import { create, toBinary } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
 import type { AppContext } from '../../shared/app-context.js';
+import type { H2Stream } from '../../shared/http2/server.js';
 import { ContextMessageSchema, SubscribeRequestSchema } from '../../../gen/proto/context_pb.js';
 import { subscriptionFrames } from './subscribe.js';
 import { finish, isPlainGrpc, readMessage, writeMessage } from './h2.js';
@@ -29,53 +29,51 @@ const TIMEOUT_UNITS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000
  * The pre-handler the launcher runs before the Connect router: true when it took the
  * request (a plain binary gRPC Subscribe), false to leave it to Connect.
  */
-export function subscribeH2(ctx: AppContext): (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => boolean {
-  return (req, res) => {
-    if (!isPlainGrpc(req, SUBSCRIBE_PATH)) return false;
-    req.stream.on('error', () => {}); // a reset by the client is an ordinary end here
-    serve(ctx, req, res).catch((e: unknown) => {
+export function subscribeH2(ctx: AppContext): (stream: H2Stream) => boolean {
+  return (stream) => {
+    if (!isPlainGrpc(stream, SUBSCRIBE_PATH)) return false;
+    serve(ctx, stream).catch((e: unknown) => {
       ctx.logger.error('subscribe stream failed', { error: e as Error });
-      finish(res, new ConnectError('internal error', Code.Internal));
+      finish(stream, new ConnectError('internal error', Code.Internal));
     });
     return true;
   };
 }
 
-async function serve(ctx: AppContext, req: http2.Http2ServerRequest, res: http2.Http2ServerResponse): Promise<void> {
-  const gone = new AbortController();
-  req.stream.once('close', () => gone.abort());
-  const deadline = deadlineSignal(req.headers['grpc-timeout']);
-  const signal = deadline ? AbortSignal.any([gone.signal, deadline.signal]) : gone.signal;
+async function serve(ctx: AppContext, stream: H2Stream): Promise<void> {
+  const gone = stream.signal;
+  const deadline = deadlineSignal(stream.header('grpc-timeout'));
+  const signal = deadline ? AbortSignal.any([gone, deadline.signal]) : gone;
   try {
-    const request = await readMessage(req.stream, SubscribeRequestSchema, MAX_REQUEST_BYTES);
+    const request = await readMessage(stream, SubscribeRequestSchema, MAX_REQUEST_BYTES);
     for await (const f of subscriptionFrames(ctx, request, signal)) {
       const head = toBinary(ContextMessageSchema, create(ContextMessageSchema, { type: f.type, tag: f.tag, sequence: f.sequence, timestamp: f.timestamp }));
       // The shared buffer is the same for every stream of the tag.
-      if (!writeMessage(res, head, f.state?.bytes ?? null)) await drained(res, signal);
+      if (!writeMessage(stream, head, f.state?.bytes ?? null)) await drained(stream, signal);
     }
-    if (deadline?.signal.aborted && !gone.signal.aborted) throw new ConnectError('deadline exceeded', Code.DeadlineExceeded);
-    finish(res, null);
+    if (deadline?.signal.aborted && !gone.aborted) throw new ConnectError('deadline exceeded', Code.DeadlineExceeded);
+    finish(stream, null);
   } catch (e) {
-    finish(res, ConnectError.from(e));
+    finish(stream, ConnectError.from(e));
   } finally {
     deadline?.clear();
   }
 }
 
-function drained(res: http2.Http2ServerResponse, signal: AbortSignal): Promise<void> {
+/** The stream's queue has gone to the socket, or the deadline passed (the stream's end resolves drain() too). */
+function drained(stream: H2Stream, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
-      res.off('drain', done);
       signal.removeEventListener('abort', done);
       resolve();
     };
-    res.once('drain', done);
+    void stream.drain().then(done);
     signal.addEventListener('abort', done, { once: true });
   });
 }
 
 /** The client's deadline (`grpc-timeout`: up to 8 digits and a unit), if any. */
-function deadlineSignal(header: string | string[] | undefined): { signal: AbortSignal; clear(): void } | null {
+function deadlineSignal(header: string | undefined): { signal: AbortSignal; clear(): void } | null {
   const m = typeof header === 'string' ? /^(\d{1,8})([HMSmun])$/.exec(header) : null;
   if (!m) return null;
   const ac = new AbortController();
