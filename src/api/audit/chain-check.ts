@@ -294,8 +294,11 @@ export class ByteChainChecker {
 
   constructor(
     genesis: string,
-    /** The sequence the first chained record must carry (after the last legacy record). */
-    private readonly expectedFirst: number,
+    /**
+     * The sequence the first chained record must carry (after the last legacy record); null
+     * when not known yet: the first row is taken as it comes and `settleFirst` judges it.
+     */
+    private readonly expectedFirst: number | null,
   ) {
     const g = Buffer.from(genesis, 'utf8');
     // A genesis hash is 64 hex characters (a CHECK constraint); anything else cannot match.
@@ -308,16 +311,20 @@ export class ByteChainChecker {
     this.failure ??= { seq, chain, error };
   }
 
+  /** The first chained record must be `expectedFirst` (for a checker made without it). */
+  settleFirst(expectedFirst: number): void {
+    this.failure = firstFailure(this.first, expectedFirst) ?? this.failure;
+  }
+
   readonly row = (buf: Buffer, f: Int32Array): void => {
     this.count++;
     if (this.failure) return;
     if (f[1] !== 8) throw new Error('chain_sequence is not int8');
     const seq = int32(buf, f[0]!) * 4294967296 + uint32(buf, f[0]! + 4);
-    const expected = this.first === null ? this.expectedFirst : this.lastSeq + 1;
+    const isFirst = this.first === null;
+    const expected = isFirst ? (this.expectedFirst ?? seq) : this.lastSeq + 1;
     if (this.first === null) this.first = seq;
-    if (seq !== expected) {
-      return this.fail(expected, 'record_hash', `record ${expected} is missing: the chain goes from ${expected - 1} to ${seq}`);
-    }
+    if (seq !== expected) return this.fail(expected, 'record_hash', missing(expected, seq));
     this.lastSeq = seq;
     if (buf.buffer !== this.svOf) {
       this.svOf = buf.buffer;
@@ -326,7 +333,7 @@ export class ByteChainChecker {
     const base = (this.base = buf.byteOffset);
     const sv = this.sv;
     if (f[27] !== this.prevRhLen || !wequal(sv, base + f[26]!, this.prevRh, 0, this.prevRhLen)) {
-      return this.fail(seq, 'record_hash', `previous_hash of record ${seq} is not the record_hash of ${seq === this.expectedFirst ? 'the genesis' : `record ${seq - 1}`}`);
+      return this.fail(seq, 'record_hash', `previous_hash of record ${seq} is not the record_hash of ${isFirst ? 'the genesis' : `record ${seq - 1}`}`);
     }
     // The fields lie one after the other: the row's bytes (and 4 per length word).
     const rowLen = f[30]! + Math.max(f[31]!, 0) - f[0]!;
@@ -571,6 +578,19 @@ export class ByteChainChecker {
 }
 
 const EMPTY_ARRAY = Buffer.from('[]');
+
+function missing(expected: number, seq: number): string {
+  return `record ${expected} is missing: the chain goes from ${expected - 1} to ${seq}`;
+}
+
+/**
+ * The failure of a chain whose first chained record is `first` when it should be
+ * `expectedFirst` (null when it is): the earliest failure there can be, so it replaces
+ * any found after it.
+ */
+function firstFailure(first: number | null, expectedFirst: number): Failure | null {
+  return first !== null && first !== expectedFirst ? { seq: expectedFirst, chain: 'record_hash', error: missing(expectedFirst, first) } : null;
+}
 
 /** A binary text[] as nested JS arrays (the general path). */
 export function readArray(buf: Buffer, s: number, len: number): unknown[] {

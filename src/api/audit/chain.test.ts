@@ -191,6 +191,29 @@ describe('audit writer and verify', () => {
     expect((await verifyAuditChain(ctx())).status).toBe('ok');
   });
 
+  it.skipIf(!REAL)('on PostgreSQL, the raw COPY connection and postgres.js\'s own COPY stream give the same answers', async () => {
+    const viaStream = () => ({ db: { ...t.db, copyOut: null }, clock: systemClock }) as Pick<AppContext, 'db' | 'clock'>;
+    const same = async () => {
+      const [a, b] = [await verifyAuditChain(ctx()), await verifyAuditChain(viaStream())];
+      expect({ ...a, last_verified_at: '' }).toEqual({ ...b, last_verified_at: '' });
+      return a;
+    };
+    expect(t.db.copyOut).not.toBeNull();
+    expect((await same()).status).toBe('ok');
+    const n = 60;
+    const before = await seqOf(n);
+    await asTamperer((o) => o.query('UPDATE agent_context_requests SET processing_time_ms = 123456 WHERE chain_sequence = $1', [n]).then(() => {}));
+    expect(await same()).toMatchObject({ status: 'tampered', tampered_at_sequence: n, tampered_field_chain: 'content_hash' });
+    await asTamperer((o) => o.query('UPDATE agent_context_requests SET processing_time_ms = $1 WHERE chain_sequence = $2', [before.processing_time_ms, n]).then(() => {}));
+    // The first chained record gone: judged once the legacy records are counted.
+    const first = await seqOf(4);
+    await asTamperer((o) => o.query('DELETE FROM agent_context_requests WHERE chain_sequence = 4').then(() => {}));
+    expect(await same()).toMatchObject({ status: 'tampered', tampered_at_sequence: 4, first_chained_sequence: 5, record_count: (await t.db.query('SELECT count(*)::int8 AS n FROM agent_context_requests'))[0]!.n });
+    const cols = Object.keys(first);
+    await t.owner.query(`INSERT INTO agent_context_requests (${cols.join(', ')}) SELECT * FROM jsonb_populate_record(NULL::agent_context_requests, $1::jsonb)`, [JSON.stringify(first)]);
+    expect((await same()).status).toBe('ok');
+  });
+
   it('keeps chaining after verify and across writers', async () => {
     const other = new AuditWriter({ db: t.db, clock: systemClock, logger: memoryLogger() }, { maxBatch: 3 });
     await Promise.all([...Array.from({ length: 20 }, (_, i) => writer.append(entry(i))), ...Array.from({ length: 20 }, (_, i) => other.append(entry(i + 1)))]);

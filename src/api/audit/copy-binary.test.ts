@@ -85,6 +85,24 @@ describe('binary COPY reader', () => {
     expect(read(chunks, 4)).toEqual(ROWS);
   });
 
+  it('reads ranges of larger buffers in place (pushRange), cut anywhere', () => {
+    const data = copyData(ROWS);
+    const framed = Buffer.concat([Buffer.from('junk before'), data, Buffer.from('after')]);
+    const s = 11;
+    for (let cut = 0; cut <= data.length; cut += 5) {
+      const rows: Array<Array<string | null>> = [];
+      const reader = new CopyBinaryReader(4, (buf, f) => {
+        const row: Array<string | null> = [];
+        for (let i = 0; i < 4; i++) row.push(f[2 * i + 1] === -1 ? null : buf.toString('utf8', f[2 * i]!, f[2 * i]! + f[2 * i + 1]!));
+        rows.push(row);
+      });
+      reader.pushRange(framed, s, s + cut);
+      reader.pushRange(framed, s + cut, s + data.length);
+      reader.end();
+      expect(rows).toEqual(ROWS);
+    }
+  });
+
   it('refuses bad data', () => {
     expect(() => read([Buffer.from('1\tx\n')], 2)).toThrow(CopyFormatError);
     expect(() => read([copyData([['a', 'b', 'c']])], 2)).toThrow(/3 fields, expected 2/);

@@ -47,12 +47,17 @@ export class CopyBinaryReader {
   }
 
   push(chunk: Buffer): void {
+    this.pushRange(chunk, 0, chunk.length);
+  }
+
+  /** push(chunk.subarray(start, end)) without the subarray. */
+  pushRange(chunk: Buffer, start: number, end: number): void {
     if (this.carryLen === 0) {
-      const used = this.parse(chunk, 0, chunk.length);
-      if (used < chunk.length) this.keep(chunk, used, chunk.length);
+      const used = this.parse(chunk, start, end);
+      if (used < end) this.keep(chunk, used, end);
       return;
     }
-    this.keep(chunk, 0, chunk.length);
+    this.keep(chunk, start, end);
     const used = this.parse(this.carry, 0, this.carryLen);
     this.carry.copy(this.carry, 0, used, this.carryLen);
     this.carryLen -= used;

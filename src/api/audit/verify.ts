@@ -6,15 +6,19 @@
  * the database sends each column in its binary form, which costs it less than rendering
  * text (no timestamp or array formatting, no escaping), and the checker (chain-check.ts)
  * writes the hash inputs from those bytes. On PostgreSQL it is one stream (PostgreSQL and
- * Node work at the same time; a cursor makes them take turns at half the speed); on PGlite
- * the same COPY is read in pages by chain_sequence (`TO '/dev/blob'`). The first failure
- * is reported; the stream is still read to its end so the connection stays usable.
+ * Node work at the same time; a cursor makes them take turns at half the speed), read on a
+ * connection of its own whose socket hands the COPY data over raw (copy-out.ts; postgres.js
+ * handled each row as a stream chunk, about a microsecond a row), or through postgres.js's
+ * COPY stream over TLS; the legacy records' count (a full scan) runs meanwhile on the pool.
+ * On PGlite the same COPY is read in pages by chain_sequence (`TO '/dev/blob'`). The first
+ * failure is reported; the stream is still read to its end so the connection ends in order.
  */
 import type { AppContext } from '../../shared/app-context.js';
 import { genesisHash } from '../../shared/app-context.js';
 import { LEGACY_SENTINEL } from './hash.js';
 import { CopyBinaryReader, forEachCopyBinaryRow } from './copy-binary.js';
 import { ByteChainChecker, CHECK_COLUMNS, N_CHECK_COLUMNS, type Failure } from './chain-check.js';
+import { openCopyOutConnection, type CopyOutOptions } from '../../shared/db/copy-out.js';
 
 export interface AuditVerifyResult {
   status: 'ok' | 'tampered';
@@ -37,6 +41,30 @@ export function copyQuery(extra = '', limit = ''): string {
   return `COPY (SELECT ${CHECK_COLUMNS} FROM agent_context_requests r WHERE r.record_hash <> '${LEGACY_SENTINEL}'${extra} ORDER BY r.chain_sequence${limit}) TO STDOUT WITH (FORMAT binary)`;
 }
 
+/**
+ * Runs a COPY query of the checked columns through `checker` on a dedicated connection that
+ * hands the data over raw (copy-out.ts).
+ */
+async function checkCopyOut(opts: CopyOutOptions, query: string, checker: ByteChainChecker): Promise<void> {
+  const conn = await openCopyOutConnection(opts);
+  try {
+    const reader = new CopyBinaryReader(N_CHECK_COLUMNS, checker.row);
+    let error: unknown = null;
+    await conn.copyOut(query, (buf, s, e) => {
+      if (error) return;
+      try {
+        reader.pushRange(buf, s, e);
+      } catch (err) {
+        error = err; // thrown once the statement has ended, so the connection ends in order
+      }
+    });
+    if (error) throw error;
+    reader.end();
+  } finally {
+    await conn.close();
+  }
+}
+
 /** Checks a binary COPY stream of `copyQuery()` (exported for benchmarks). */
 export async function checkCopyStream(stream: import('node:stream').Readable, genesis: string, expectedFirst: number): Promise<{ count: number; failure: Failure | null }> {
   const checker = new ByteChainChecker(genesis, expectedFirst);
@@ -50,33 +78,48 @@ export async function verifyAuditChain(ctx: Pick<AppContext, 'db' | 'clock'>): P
   const [g] = await db.query<{ deployment_id: string; genesis_hash: string; initialized_at: Date }>(
     'SELECT deployment_id, genesis_hash, initialized_at FROM audit_chain_genesis ORDER BY id LIMIT 1',
   );
-  const [legacy] = await db.query<{ n: number; last: number | null }>(
+  // A full scan (no index on record_hash): on PostgreSQL it runs while the records stream.
+  const legacyP = db.query<{ n: number; last: number | null }>(
     `SELECT count(*)::int8 AS n, max(chain_sequence) AS last FROM agent_context_requests WHERE record_hash = $1`,
     [LEGACY_SENTINEL],
   );
-  const legacyCount = Number(legacy?.n ?? 0);
-  const checker = new ByteChainChecker(g?.genesis_hash ?? '', Number(legacy?.last ?? 0) + 1);
+  legacyP.catch(() => {}); // awaited below, after the records when they fail first
+  const genesis = g?.genesis_hash ?? '';
+  let checker: ByteChainChecker;
 
-  if (db.raw) {
-    const stream = await db.raw.unsafe(copyQuery()).readable();
-    await forEachCopyBinaryRow(stream, N_CHECK_COLUMNS, checker.row);
-  } else if (db.pglite) {
-    let after = -1;
-    for (;;) {
-      const res = await db.pglite.query(copyQuery(` AND r.chain_sequence > ${after}`, ` LIMIT ${PAGE}`).replace('TO STDOUT', "TO '/dev/blob'"));
-      let rows = 0;
-      const reader = new CopyBinaryReader(N_CHECK_COLUMNS, (buf, f) => {
-        rows++;
-        after = buf.readInt32BE(f[0]!) * 4294967296 + buf.readUInt32BE(f[0]! + 4);
-        checker.row(buf, f);
-      });
-      reader.push(Buffer.from(await res.blob!.arrayBuffer()));
-      reader.end();
-      if (rows < PAGE) break;
-    }
+  if (db.copyOut) {
+    // The first record is judged once the legacy records' query is back.
+    checker = new ByteChainChecker(genesis, null);
+    await checkCopyOut(db.copyOut, copyQuery(), checker);
+    const [legacy] = await legacyP;
+    checker.settleFirst(Number(legacy?.last ?? 0) + 1);
   } else {
-    throw new Error('verifyAuditChain needs PostgreSQL or PGlite');
+    const [legacy] = await legacyP;
+    const c = new ByteChainChecker(genesis, Number(legacy?.last ?? 0) + 1);
+    checker = c;
+    if (db.raw) {
+      const stream = await db.raw.unsafe(copyQuery()).readable();
+      await forEachCopyBinaryRow(stream, N_CHECK_COLUMNS, c.row);
+    } else if (db.pglite) {
+      let after = -1;
+      for (;;) {
+        const res = await db.pglite.query(copyQuery(` AND r.chain_sequence > ${after}`, ` LIMIT ${PAGE}`).replace('TO STDOUT', "TO '/dev/blob'"));
+        let rows = 0;
+        const reader = new CopyBinaryReader(N_CHECK_COLUMNS, (buf, f) => {
+          rows++;
+          after = buf.readInt32BE(f[0]!) * 4294967296 + buf.readUInt32BE(f[0]! + 4);
+          c.row(buf, f);
+        });
+        reader.push(Buffer.from(await res.blob!.arrayBuffer()));
+        reader.end();
+        if (rows < PAGE) break;
+      }
+    } else {
+      throw new Error('verifyAuditChain needs PostgreSQL or PGlite');
+    }
   }
+  const [legacy] = await legacyP;
+  const legacyCount = Number(legacy?.n ?? 0);
 
   if (!g && checker.first !== null) {
     checker.failure = { seq: checker.first, chain: 'record_hash', error: 'the genesis row is missing' };

@@ -11,6 +11,7 @@ import type { PGlite } from '@electric-sql/pglite';
 import postgres from 'postgres';
 import fs from 'node:fs';
 import { AppError } from '../errors.js';
+import type { CopyOutOptions } from './copy-out.js';
 
 export type Row = Record<string, any>;
 
@@ -27,6 +28,11 @@ export interface Db {
   readonly raw: postgres.Sql | null;
   /** PGlite only: the raw instance (null on PostgreSQL). */
   readonly pglite: PGlite | null;
+  /**
+   * postgres.js without TLS only: where `openCopyOutConnection` (copy-out.ts) opens a
+   * dedicated connection whose COPY TO STDOUT data is handed over raw. Null elsewhere.
+   */
+  readonly copyOut: CopyOutOptions | null;
 }
 
 export interface OpenDbOptions {
@@ -55,6 +61,7 @@ function pgliteDb(root: PGlite, q: { query: PGlite['query']; exec: PGlite['exec'
     inTransaction: inTx,
     raw: null,
     pglite: root,
+    copyOut: null,
     async query<T extends Row>(text: string, params: unknown[] = []) {
       try {
         const res = await q.query<T>(text, params.map(normalizeParam));
@@ -107,15 +114,17 @@ async function openPostgres(opts: OpenDbOptions): Promise<Db> {
     connection: { application_name: 'svc' },
   });
   await sql`select 1`;
-  return postgresDb(sql, sql, false);
+  const copyOut = opts.ssl ? null : { url: opts.url!, password: opts.password ?? null };
+  return postgresDb(sql, sql, false, copyOut);
 }
 
-function postgresDb(root: postgres.Sql, q: postgres.Sql | postgres.TransactionSql, inTx: boolean): Db {
+function postgresDb(root: postgres.Sql, q: postgres.Sql | postgres.TransactionSql, inTx: boolean, copyOut: Db['copyOut']): Db {
   const db: Db = {
     kind: 'postgres',
     inTransaction: inTx,
     raw: root,
     pglite: null,
+    copyOut,
     async query<T extends Row>(text: string, params: unknown[] = []) {
       try {
         return (await q.unsafe(text, params.map(normalizeParam) as any[])) as unknown as T[];
@@ -133,7 +142,7 @@ function postgresDb(root: postgres.Sql, q: postgres.Sql | postgres.TransactionSq
     async tx(fn) {
       if (inTx) return fn(db);
       try {
-        return (await root.begin((t) => fn(postgresDb(root, t, true)))) as any;
+        return (await root.begin((t) => fn(postgresDb(root, t, true, copyOut)))) as any;
       } catch (e) {
         throw mapDbError(e);
       }
