@@ -25,6 +25,7 @@ const COPY_DATA = 0x64; // d
 /** The socket's one read buffer. */
 const READ_BUFFER = 1 << 20;
 const READY = 0x5a; // Z
+const COPY_OUT_RESPONSE = 0x48; // H
 
 /**
  * The framing state machine over one socket's incoming bytes. Unarmed, every chunk goes
@@ -39,6 +40,7 @@ export class CopyTap {
   /** A message header cut by a chunk boundary. */
   private readonly hdr = Buffer.alloc(5);
   private hdrLen = 0;
+  private held: Buffer | null = null;
 
   arm(sink: CopyDataSink): void {
     this.sink = sink;
@@ -61,6 +63,7 @@ export class CopyTap {
       if (run >= 0 && upTo > run) out.push(chunk.subarray(run, upTo));
       run = -1;
     };
+    let split = -1; // out[split...] come after a CopyOutResponse: held back
     let p = 0;
     while (p < len) {
       if (this.need > 0) {
@@ -69,6 +72,10 @@ export class CopyTap {
         else if (run < 0) run = p;
         p += take;
         this.need -= take;
+        if (this.need === 0 && this.type === COPY_OUT_RESPONSE && split < 0) {
+          flush(p);
+          split = out.length;
+        }
         if (this.need === 0 && this.type === READY) {
           // The statement is over: what follows is postgres.js's alone.
           this.sink = null;
@@ -106,8 +113,28 @@ export class CopyTap {
       }
     }
     flush(len);
-    return out.length === 0 ? null : out.length === 1 ? out[0]! : Buffer.concat(out);
+    if (split >= 0 && split < out.length) {
+      this.held = join(out.slice(split));
+      out.length = split;
+    }
+    return join(out);
   }
+
+  /**
+   * Bytes for postgres.js that came after a CopyOutResponse in the same chunk (null: none).
+   * They must reach it only once the caller holds the COPY stream postgres.js made of that
+   * response: an ErrorResponse and ReadyForQuery handled at once would error the stream
+   * before anyone listens to it.
+   */
+  takeHeld(): Buffer | null {
+    const h = this.held;
+    this.held = null;
+    return h;
+  }
+}
+
+function join(parts: Buffer[]): Buffer | null {
+  return parts.length === 0 ? null : parts.length === 1 ? parts[0]! : Buffer.concat(parts);
 }
 
 export interface CopyOutConnection {
@@ -155,8 +182,18 @@ export async function openCopyOutConnection(opts: CopyOutOptions): Promise<CopyO
             s.destroy(e as Error); // not a protocol stream after all: postgres.js sees the error
             return false;
           }
-          if (rest) s.emit('data', rest.buffer === buf.buffer ? Buffer.from(rest) : rest);
-          return true;
+          const own = (b: Buffer) => (b.buffer === buf.buffer ? Buffer.from(b) : b);
+          if (rest) s.emit('data', own(rest));
+          const later = tap.takeHeld();
+          if (!later) return true;
+          // Paused until the caller's listeners are on postgres.js's COPY stream (they are
+          // attached in promise callbacks, which all run before setImmediate's).
+          const l = own(later);
+          setImmediate(() => {
+            s.emit('data', l);
+            s.resume();
+          });
+          return false;
         },
       };
       const s: net.Socket = o.path ? net.connect({ path: o.path, onread }) : net.connect({ port: o.port[0]!, host: o.host[0]!, onread });
