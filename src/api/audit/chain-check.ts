@@ -624,9 +624,10 @@ export function readArray(buf: Buffer, s: number, len: number): unknown[] {
   return level(0);
 }
 
-/** True when `hex` (64 characters) is the text of buf[s, s + len). */
-function hexEquals(hex: string, buf: Uint8Array, s: number, len: number): boolean {
-  if (len !== hex.length) return false;
-  for (let i = 0; i < len; i++) if (hex.charCodeAt(i) !== buf[s + i]) return false;
-  return true;
+/**
+ * True when `hex` (64 characters) is the text of buf[s, s + len): one native slice and a
+ * string comparison, a little cheaper than comparing character by character.
+ */
+function hexEquals(hex: string, buf: Buffer, s: number, len: number): boolean {
+  return len === hex.length && buf.toString('latin1', s, s + len) === hex;
 }
