@@ -6,8 +6,8 @@
  *
  * Why: PostgreSQL sends one CopyData message per row, and postgres.js handles each as a
  * Buffer slice pushed into a Readable (an event per row), which cost about a microsecond
- * per row, as much as the whole checking of an audit record. Here a 64 KB socket chunk of
- * a few hundred rows is one call.
+ * per row, as much as the whole checking of an audit record. Here a socket read (up to
+ * 1 MB, many rows) is one call.
  *
  * postgres.js still speaks the protocol (start-up, authentication, the query, its errors):
  * the tap only takes CopyData out while a COPY it was armed for is running. The socket reads
@@ -143,9 +143,6 @@ export interface CopyOutConnection {
    * resolves when the statement is complete, rejects with its error.
    */
   copyOut(query: string, sink: CopyDataSink): Promise<void>;
-  /** Stops (and restarts) reading the socket: backpressure for a sink that queues. */
-  pause(): void;
-  resume(): void;
   close(): Promise<void>;
 }
 
@@ -157,7 +154,6 @@ export interface CopyOutOptions {
 /** Opens one dedicated connection (postgres.js over a tapped plain TCP socket). */
 export async function openCopyOutConnection(opts: CopyOutOptions): Promise<CopyOutConnection> {
   const tap = new CopyTap();
-  let socket: net.Socket | null = null;
   const sql = postgres(opts.url, {
     max: 1,
     ssl: false,
@@ -202,7 +198,6 @@ export async function openCopyOutConnection(opts: CopyOutOptions): Promise<CopyO
         s.once('error', reject);
       });
       s.setNoDelay(true);
-      socket = s;
       return s;
     },
   } as postgres.Options<{}>);
@@ -220,8 +215,6 @@ export async function openCopyOutConnection(opts: CopyOutOptions): Promise<CopyO
       // postgres.js may have paused the socket for a stream nobody read.
       (stream as { _read?: (n: number) => void })._read?.(0);
     },
-    pause: () => socket?.pause(),
-    resume: () => socket?.resume(),
     close: () => sql.end({ timeout: 5 }),
   };
 }
