@@ -1,3 +1,4 @@
+import http from 'node:http';
 import http2 from 'node:http2';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -283,6 +284,37 @@ describe('interop with the node:http2 client', () => {
 // 2. Connection preface.
 
 describe('connection preface', () => {
+  it('answers an HTTP/1.1 request with 505 and closes the socket', async () => {
+    const srv = await start(basicHandler);
+    const sock = net.connect(srv.port, '127.0.0.1');
+    cleanups.push(() => void sock.destroy());
+    const chunks: Buffer[] = [];
+    sock.on('data', (d: Buffer) => chunks.push(d));
+    sock.on('error', () => {});
+    const closed = new Promise<void>((r) => sock.once('close', () => r()));
+    sock.write('GET / HTTP/1.1\r\nHost: localhost\r\n\r\n');
+    await guard(closed, 'socket close');
+    const text = Buffer.concat(chunks).toString('latin1');
+    expect(text).toContain('505');
+    // An HTTP/1.1 client must be able to parse it: the status line comes first.
+    expect(text.startsWith('HTTP/1.1 505 ')).toBe(true);
+  });
+
+  it('node:http client gets the 505 status', async () => {
+    const srv = await start(basicHandler);
+    const status = await guard(
+      new Promise<number | string>((resolve) => {
+        const req = http.get({ host: '127.0.0.1', port: srv.port, path: '/', agent: false }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on('error', (e) => resolve(`error: ${e.message}`));
+      }),
+      'HTTP/1.1 response',
+    );
+    expect(status).toBe(505);
+  });
+
   it('closes the socket on random garbage', async () => {
     let called = 0;
     const srv = await start(() => called++);
@@ -516,6 +548,19 @@ describe('connection errors end the connection with GOAWAY', () => {
     await expectConnectionError(srv.port, [dataFrame(5, Buffer.from('x'))], H2Error.PROTOCOL_ERROR);
   });
 
+  it('DATA on an even (never opened, idle) stream below the last stream id: PROTOCOL_ERROR', async () => {
+    const srv = await start((s) => void s);
+    const c = await raw(srv.port);
+    await c.handshake();
+    c.send(requestFrame(3, '/hold'), dataFrame(2, Buffer.from('x')));
+    // GOAWAY and the close come before the PING ACK if the server treats it as the RFC says (5.1, idle).
+    await c.ping().catch(() => undefined);
+    const g = c.frames.find((f) => f.type === T.GOAWAY);
+    expect(g?.payload.readUInt32BE(4), `server sent ${c.frames.filter((f) => f.id === 2).map((f) => `type ${f.type} ${f.payload.toString('hex')}`)}`).toBe(
+      H2Error.PROTOCOL_ERROR,
+    );
+  });
+
   it('malformed HPACK block: COMPRESSION_ERROR', async () => {
     const srv = await start(basicHandler);
     await expectConnectionError(srv.port, [headersFrame(1, Buffer.from([0x80]), F.END_HEADERS | F.END_STREAM)], H2Error.COMPRESSION_ERROR);
@@ -693,6 +738,49 @@ describe('stream errors reset the stream and the connection keeps serving', () =
     expect(c.streams.get(9)!.rst).toBeNull();
   });
 
+  it('request trailers without END_STREAM: PROTOCOL_ERROR closes the server stream (no leaked slot)', async () => {
+    const held: H2Stream[] = [];
+    const reads: Promise<unknown>[] = [];
+    const srv = await start(
+      (s) => {
+        if (s.path === '/upload') {
+          held.push(s);
+          reads.push(s.readAll(1 << 20).then(() => 'resolved', (e: unknown) => e));
+        } else answer(s, 'hello');
+      },
+      { maxConcurrentStreams: 1 },
+    );
+    const c = await raw(srv.port);
+    await c.handshake();
+    c.send(requestFrame(1, '/upload', 'POST', false), dataFrame(1, Buffer.from('abc')));
+    await c.until(() => held.length === 1, 'the handler');
+    c.send(headersFrame(1, encodeHeaders(['x-trailer', '1']), F.END_HEADERS));
+    expect(await c.rstCode(1)).toBe(H2Error.PROTOCOL_ERROR);
+    await c.ping();
+    expect(held[0]!.isClosed).toBe(true);
+    expect(await guard(reads[0]!, 'readAll to settle')).toBeInstanceOf(StreamResetError);
+    c.send(requestFrame(3, '/hello'));
+    const r = await c.response(3);
+    expect(r.rst).toBeNull();
+    expect(Buffer.concat(r.data).toString()).toBe('hello');
+  });
+
+  it('HEADERS again after END_STREAM: STREAM_CLOSED closes the server stream, which then sends nothing', async () => {
+    const held: H2Stream[] = [];
+    const srv = await start((s) => void held.push(s));
+    const c = await raw(srv.port);
+    await c.handshake();
+    c.send(requestFrame(1, '/hold'));
+    await c.until(() => held.length === 1, 'the handler');
+    c.send(headersFrame(1, encodeHeaders(['x-trailer', '1']), F.END_HEADERS | F.END_STREAM));
+    expect(await c.rstCode(1)).toBe(H2Error.STREAM_CLOSED);
+    await c.ping();
+    expect(held[0]!.isClosed).toBe(true);
+    answer(held[0]!, 'too late');
+    await c.ping();
+    expect(c.frames.filter((f) => f.id === 1 && (f.type === T.HEADERS || f.type === T.DATA)).length).toBe(0);
+  });
+
   it('a handler that throws resets only its stream (INTERNAL_ERROR)', async () => {
     const srv = await start((s) => {
       if (s.path === '/boom') throw new Error('boom');
@@ -781,6 +869,24 @@ describe('stream lifecycle', () => {
     expect(c.frames.some((f) => f.type === T.GOAWAY)).toBe(false);
   });
 
+  it('readAll settles when the handler ends the response before the request body ends', async () => {
+    let read: Promise<unknown> | null = null;
+    const srv = await start((s) => {
+      read = s.readAll(1 << 20).then(
+        (r) => r,
+        (e: unknown) => e,
+      );
+      s.respond(encodeHeaders([':status', '400']), true);
+    });
+    const c = await raw(srv.port);
+    await c.handshake();
+    c.send(requestFrame(1, '/early', 'POST', false), dataFrame(1, Buffer.from('partial')));
+    const r = await c.response(1);
+    expect(fieldOf(r.headers, ':status')).toBe('400');
+    expect(c.frames.find((f) => f.type === T.RST_STREAM && f.id === 1)?.payload.readUInt32BE(0)).toBe(H2Error.NO_ERROR);
+    await guard(read!, 'readAll to settle once the stream is over');
+  });
+
   it('padded HEADERS (with PRIORITY) and padded DATA are decoded', async () => {
     const srv = await start(basicHandler);
     const c = await raw(srv.port);
@@ -809,6 +915,47 @@ describe('stream lifecycle', () => {
     await expectConnectionError(srv.port, [frame(T.HEADERS, F.END_HEADERS | F.END_STREAM | F.PADDED, 1, Buffer.concat([Buffer.from([block.length + 1]), block]))], H2Error.PROTOCOL_ERROR);
   });
 
+  it('padding of DATA frames is given back to the stream window (no stall)', async () => {
+    let got: { size: number } | null = null;
+    const srv = await start((s) => {
+      s.readAll(1 << 20).then(
+        (r) => {
+          got = r;
+          answer(s, String(r.size));
+        },
+        () => {},
+      );
+    });
+    const c = await raw(srv.port);
+    const settings = await c.handshake();
+    let streamWindow = 65_535;
+    for (let i = 0; i < settings.payload.length; i += 6) if (settings.payload.readUInt16BE(i) === S.INITIAL_WINDOW_SIZE) streamWindow = settings.payload.readUInt32BE(i + 2);
+    expect(streamWindow).toBe(1 << 20);
+    c.onFrame = (f) => {
+      if (f.type === T.WINDOW_UPDATE && f.id === 1) streamWindow += f.payload.readUInt32BE(0);
+    };
+    c.send(requestFrame(1, '/padded', 'POST', false));
+    // 6000 frames carrying one byte and 254 bytes of padding each: 256 bytes of window per byte of body.
+    const frames = 6000;
+    const one = paddedDataFrame(1, Buffer.from('x'), 254);
+    const cost = one.length - 9;
+    let sent = 0;
+    while (sent < frames) {
+      if (streamWindow < cost) {
+        await c.until(() => streamWindow >= cost, `a stream WINDOW_UPDATE after ${sent} frames (${sent} body bytes, ${sent * cost} bytes of window)`, 5000);
+        continue;
+      }
+      const n = Math.min(frames - sent, Math.floor(streamWindow / cost), 500);
+      c.send(...Array.from({ length: n }, () => one));
+      streamWindow -= n * cost;
+      sent += n;
+      await new Promise((r) => setImmediate(r));
+    }
+    c.send(dataFrame(1, Buffer.alloc(0), F.END_STREAM));
+    const r = await c.response(1);
+    expect(Buffer.concat(r.data).toString()).toBe(String(frames));
+    expect((got as { size: number } | null)?.size).toBe(frames);
+  });
 });
 
 describe('headers, stream flow control and backpressure', () => {

@@ -161,6 +161,7 @@ class Session {
   private pending: Buffer | null = null;
   private prefaceDone = false;
   private prefaceTimer: NodeJS.Timeout | null;
+  private serverPreface: Buffer | null;
   /** Highest stream id the client opened. */
   private lastStreamId = 0;
   /** A header block waiting for its CONTINUATION frames. */
@@ -202,8 +203,8 @@ class Session {
     settings.writeUInt32BE(STREAM_WINDOW, 8);
     settings.writeUInt16BE(6, 12); // MAX_HEADER_LIST_SIZE
     settings.writeUInt32BE(MAX_HEADER_LIST, 14);
-    this.push(frame(SETTINGS, 0, 0, settings));
-    this.push(frame(WINDOW_UPDATE, 0, 0, u32(CONNECTION_WINDOW - DEFAULT_WINDOW)));
+    // Sent once the client's preface is in, so that an HTTP/1 client reads its 505 first.
+    this.serverPreface = Buffer.concat([frame(SETTINGS, 0, 0, settings), frame(WINDOW_UPDATE, 0, 0, u32(CONNECTION_WINDOW - DEFAULT_WINDOW))]);
   }
 
   // ---- reading ----
@@ -223,6 +224,8 @@ class Session {
       this.prefaceDone = true;
       clearTimeout(this.prefaceTimer!);
       this.prefaceTimer = null;
+      this.push(this.serverPreface!);
+      this.serverPreface = null;
       o = PREFACE.length;
     }
     try {
@@ -330,8 +333,8 @@ class Session {
     const existing = this.streams.get(id);
     if (existing) {
       // Trailers of the request: they must end it.
-      if (existing.remoteEnded) return this.resetStream(id, H2Error.STREAM_CLOSED);
-      if (!endStream) return this.resetStream(id, H2Error.PROTOCOL_ERROR);
+      if (existing.remoteEnded) return existing.reset(H2Error.STREAM_CLOSED);
+      if (!endStream) return existing.reset(H2Error.PROTOCOL_ERROR);
       existing.remoteEnd();
       return;
     }
@@ -351,7 +354,8 @@ class Session {
   }
 
   private onDataFrame(flags: number, id: number, payload: Buffer): void {
-    if (id === 0) throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'DATA on stream 0');
+    // Even ids are server streams, and this server never opens one: idle (RFC 9113 5.1).
+    if (id === 0 || id % 2 === 0) throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'DATA on stream 0 or an idle stream');
     // Flow control counts the whole payload, padding included.
     this.connRecvWindow -= payload.length;
     if (this.connRecvWindow < 0) throw new ConnectionError(H2Error.FLOW_CONTROL_ERROR, 'connection window exceeded');
@@ -375,13 +379,15 @@ class Session {
     s.recvWindow -= payload.length;
     if (s.recvWindow < 0) return s.reset(H2Error.FLOW_CONTROL_ERROR);
     if (data.length) s.remoteData(data);
+    // Padding is flow-controlled but never read: its window goes back at once.
+    if (payload.length > data.length) s.consumed(payload.length - data.length);
     if (flags & END_STREAM) s.remoteEnd();
   }
 
   private onReset(id: number, payload: Buffer): void {
     if (id === 0) throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'RST_STREAM on stream 0');
     if (payload.length !== 4) throw new ConnectionError(H2Error.FRAME_SIZE_ERROR, 'RST_STREAM of the wrong size');
-    if (id > this.lastStreamId) throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'RST_STREAM on an idle stream');
+    if (id > this.lastStreamId || id % 2 === 0) throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'RST_STREAM on an idle stream');
     const now = Date.now();
     if (now - this.resetsSince > 1000) {
       this.resetsSince = now;
@@ -433,7 +439,7 @@ class Session {
     }
     const s = this.streams.get(id);
     if (!s) {
-      if (id > this.lastStreamId) throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'WINDOW_UPDATE on an idle stream');
+      if (id > this.lastStreamId || id % 2 === 0) throw new ConnectionError(H2Error.PROTOCOL_ERROR, 'WINDOW_UPDATE on an idle stream');
       return;
     }
     if (inc === 0) return s.reset(H2Error.PROTOCOL_ERROR);
@@ -571,6 +577,8 @@ class Session {
       this.dead = true;
       this.flush();
       this.sock.end();
+      // A peer that never closes its side does not hold the socket.
+      setTimeout(() => this.sock.destroy(), 1000).unref();
     }
   }
 
@@ -680,8 +688,8 @@ export class H2Stream {
     if (this.localEnded) this.finish();
   }
 
-  /** Counts bytes the handler took, and gives the window back when half is used. */
-  private consumed(n: number): void {
+  /** Counts bytes the handler took (or padding), and gives the window back when half is used. */
+  consumed(n: number): void {
     this.recvConsumed += n;
     if (this.recvConsumed >= STREAM_WINDOW / 2 && !this.remoteEnded && !this.isClosed) {
       this.session.windowUpdate(this.id, this.recvConsumed);
@@ -702,9 +710,10 @@ export class H2Stream {
       const step = () => {
         for (const c of this.inbound) {
           size += c.length;
-          if (size <= maxBytes) {
-            kept.push(c);
-            keptSize += c.length;
+          if (keptSize < maxBytes) {
+            const take = Math.min(c.length, maxBytes - keptSize);
+            kept.push(take === c.length ? c : c.subarray(0, take));
+            keptSize += take;
           }
           this.consumed(c.length);
         }
@@ -812,6 +821,8 @@ export class H2Stream {
     if (this.isClosed) return;
     this.isClosed = true;
     this.session.forget(this);
+    // A reader still waiting for the request's end learns the stream is over.
+    this.wake?.();
     this.notifyClosed();
   }
 
