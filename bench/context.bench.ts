@@ -128,11 +128,13 @@ async function realRun(b: Bench, external: boolean, helloRun: (ms: number) => Pr
       ? 'load: wrk (REST, hello-world; 2 threads, 64 connections) and h2load (gRPC; 64 streams on 8 HTTP/2 connections), separate processes'
       : 'load: wrk/h2load not found (make bench installs them from Debian when it can): the Node load generator in this process, which takes most of a core itself; figures understate the server',
   );
+  // Extra Node flags for the server processes (e.g. BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile them).
+  const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const helloBefore = await helloRun(DURATION / 2);
   b.print(`${fmt(helloBefore.perSecond)} req/s, p50 ${fmt(helloBefore.p50, 2)} ms, p99 ${fmt(helloBefore.p99, 2)} ms | bare node:http hello-world (reference) | - | - | ${CLIENTS} clients; server CPU ${fmt(helloCpuPerReq)} µs/request`);
   for (const workload of ['W1', 'W2'] as const) {
     const testDb = await createTestDb();
-    const proc = await spawnApi(testDb.appUrl!, randomUUID(), { DATABASE_MIGRATION_URL: testDb.ownerUrl!, LOG_LEVEL: 'error' }, ['api', 'context-grpc']);
+    const proc = await spawnApi(testDb.appUrl!, randomUUID(), { DATABASE_MIGRATION_URL: testDb.ownerUrl!, LOG_LEVEL: 'error' }, ['api', 'context-grpc'], NODE_ARGS);
     try {
       const call = caller(proc.url);
       await publishCorpus(call, { workload });

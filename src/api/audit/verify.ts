@@ -9,7 +9,7 @@
  * Node work at the same time; a cursor makes them take turns at half the speed), read on a
  * connection of its own whose socket hands the COPY data over raw (copy-out.ts; postgres.js
  * handled each row as a stream chunk, about a microsecond a row), or through postgres.js's
- * COPY stream over TLS; the legacy records' count (a full scan) runs meanwhile on the pool.
+ * COPY stream over TLS; the legacy records' count (a partial index) runs meanwhile on the pool.
  * On PGlite the same COPY is read in pages by chain_sequence (`TO '/dev/blob'`). The first
  * failure is reported; the stream is still read to its end so the connection ends in order.
  */
@@ -78,7 +78,8 @@ export async function verifyAuditChain(ctx: Pick<AppContext, 'db' | 'clock'>): P
   const [g] = await db.query<{ deployment_id: string; genesis_hash: string; initialized_at: Date }>(
     'SELECT deployment_id, genesis_hash, initialized_at FROM audit_chain_genesis ORDER BY id LIMIT 1',
   );
-  // A full scan (no index on record_hash): on PostgreSQL it runs while the records stream.
+  // Served by a partial index over the legacy rows alone (migration 0010); on PostgreSQL it
+  // runs while the records stream.
   const legacyP = db.query<{ n: number; last: number | null }>(
     `SELECT count(*)::int8 AS n, max(chain_sequence) AS last FROM agent_context_requests WHERE record_hash = $1`,
     [LEGACY_SENTINEL],
