@@ -7,6 +7,7 @@
  * whose peak RSS (VmHWM) is read from /proc before and after.
  */
 import fs from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import type { Bench } from './run.js';
 import { closedLoop, cpuSeconds, fmt, peakRssMb } from './load-gen.js';
@@ -15,7 +16,8 @@ import { spawnApi } from '../test/audit/server-process.js';
 import { ensureGenesis, systemClock } from '../src/shared/app-context.js';
 import { computeContentHash, computeRecordHash, type ChainFields } from '../src/api/audit/hash.js';
 import { AuditWriter, textArrayLiteral } from '../src/api/audit/writer.js';
-import { verifyAuditChain } from '../src/api/audit/verify.js';
+import { copyQuery, verifyAuditChain } from '../src/api/audit/verify.js';
+import { openCopyOutConnection } from '../src/shared/db/copy-out.js';
 import { memoryLogger } from '../src/shared/logger.js';
 
 const SCDS = ['scd:meta:ai-usage-policy', 'scd:meta:data-classification', 'scd:meta:glossary', 'scd:meta:review-policy', 'scd:project:auth-rules', 'scd:project:input-validation', 'scd:project:secrets-handling', 'scd:project:threat-model'];
@@ -172,6 +174,25 @@ export default async function auditBench(b: Bench): Promise<void> {
         b.print(`${fmt(rssPeak)} MB | peak RSS of the server process during verify (VmHWM; before the call: VmRSS ${fmt(rssBefore)} MB, VmHWM ${fmt(hwmBefore)} MB) | ${n} | ${db} | target < 256 MB`);
       } finally {
         await proc.stop();
+      }
+      // References in the same run: the database streaming verify's own COPY with no checking
+      // (into psql and /dev/null, and into this process through verify's COPY connection).
+      const sq = copyQuery();
+      for (const [label, run] of [
+        ['PostgreSQL alone: the same COPY read by psql into /dev/null', () => execFileSync('psql', [t.ownerUrl!, '-q', '-c', sq], { stdio: ['ignore', 'ignore', 'inherit'] })],
+        ['the same COPY read through verify\'s COPY connection, nothing checked', async () => {
+          const conn = await openCopyOutConnection(t.db.copyOut!);
+          try {
+            await conn.copyOut(sq, () => {});
+          } finally {
+            await conn.close();
+          }
+        }],
+      ] as const) {
+        const t0 = performance.now();
+        await run();
+        const s = (performance.now() - t0) / 1000;
+        b.print(`${fmt(n / s)} records/s | ${label} (${s.toFixed(2)} s; reference for verify) | ${n} records | ${db}`);
       }
     } else {
       const heap0 = process.memoryUsage().rss;
