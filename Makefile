@@ -47,7 +47,7 @@ test-real:
 	SVC_TEST_REAL=1 vitest run
 
 fuzz: install
-	FUZZ_RUNS=2000 vitest run test/fuzz
+	FUZZ_RUNS=$${FUZZ_RUNS:-2000} vitest run test/contract/fuzz.test.ts test/collector/fuzz.test.ts
 
 # The benchmarks' load generators, wrk and h2load (Debian's wrk and nghttp2-client), when
 # missing; where they cannot be installed the benchmarks use a Node generator and say so.
