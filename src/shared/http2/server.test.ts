@@ -532,6 +532,67 @@ describe('SETTINGS, PING and flow control', () => {
 // ---------------------------------------------------------------------------
 // 5. Connection errors.
 
+describe('a peer that does not read', () => {
+  /**
+   * Floods `unit` over a connection whose reading side is paused, until the server closes it
+   * or `maxBytes` are sent; resolves with the server's largest write backlog seen.
+   */
+  async function flood(srv: Srv, unit: Buffer, maxBytes: number): Promise<{ closed: boolean; sent: number; peakBacklog: number }> {
+    const serverSock = new Promise<net.Socket>((r) => srv.h2.server.once('connection', r));
+    const sock = net.connect(srv.port, '127.0.0.1');
+    cleanups.push(() => void sock.destroy());
+    sock.on('error', () => {});
+    await new Promise<void>((r) => sock.once('connect', () => r()));
+    sock.pause(); // never read: the server's answers stay in the socket buffers
+    const ss = await serverSock;
+    let closed = false;
+    let peakBacklog = 0;
+    const serverClosed = new Promise<void>((r) => ss.once('close', () => ((closed = true), r())));
+    sock.write(Buffer.concat([PREFACE, settingsFrame()]));
+    const chunk = Buffer.concat(Array.from({ length: Math.floor(65536 / unit.length) }, () => unit));
+    let sent = 0;
+    while (!closed && !sock.destroyed && sent < maxBytes) {
+      const more = sock.write(chunk);
+      sent += chunk.length;
+      peakBacklog = Math.max(peakBacklog, ss.writableLength);
+      // As fast as the server reads (it shares this event loop); a server that stopped
+      // reading without closing fails the test here.
+      if (!more) await guard(Promise.race([new Promise((r) => sock.once('drain', r)), serverClosed]), 'the server to read on or close');
+    }
+    await guard(serverClosed, 'the server to close the connection').catch(() => undefined);
+    return { closed, sent, peakBacklog };
+  }
+
+  it('a PING flood whose ACKs are never read ends the connection (bounded memory)', async () => {
+    const srv = await start(basicHandler);
+    const r = await flood(srv, pingFrame(Buffer.alloc(8)), 256 << 20);
+    expect(r.closed, JSON.stringify(r)).toBe(true);
+    expect(r.peakBacklog).toBeLessThan(9 << 20);
+  });
+
+  it('a SETTINGS flood whose ACKs are never read ends the connection', async () => {
+    const srv = await start(basicHandler);
+    const r = await flood(srv, settingsFrame(), 256 << 20);
+    expect(r.closed, JSON.stringify(r)).toBe(true);
+    expect(r.peakBacklog).toBeLessThan(9 << 20);
+  });
+
+  it('a client that reads keeps its connection through as many PINGs', async () => {
+    const srv = await start(basicHandler);
+    const c = await raw(srv.port);
+    await c.handshake();
+    const pings = Buffer.concat(Array.from({ length: 4000 }, () => pingFrame(Buffer.alloc(8))));
+    for (let i = 0; i < 50; i++) {
+      c.send(pings);
+      await c.ping();
+    }
+    expect(c.frames.some((f) => f.type === T.GOAWAY)).toBe(false);
+    c.send(requestFrame(1, '/hello'));
+    const r = await c.response(1);
+    expect(r.rst).toBeNull();
+  });
+});
+
 describe('connection errors end the connection with GOAWAY', () => {
   it('frame larger than 16384: FRAME_SIZE_ERROR', async () => {
     const srv = await start(basicHandler);

@@ -70,6 +70,12 @@ const CONNECTION_WINDOW = 16 << 20;
 const MAX_HEADER_LIST = 64 * 1024;
 /** Stream data is held back while the socket has this much unsent. */
 const SOCKET_HIGH_WATER = 1 << 20;
+/**
+ * A peer that sends and does not read (PING or SETTINGS floods, requests it never reads
+ * the answers of) makes our answers pile up in the socket: past this much unsent, the
+ * connection is ended with ENHANCE_YOUR_CALM (stream data alone stops at SOCKET_HIGH_WATER).
+ */
+const MAX_WRITE_BACKLOG = 8 << 20;
 /** H2Stream.write answers false once this much is queued on the stream. */
 const STREAM_HIGH_WATER = 64 * 1024;
 /** Chunks under this size are joined into one buffer before the socket write. */
@@ -211,6 +217,12 @@ class Session {
 
   private onData(d: Buffer): void {
     if (this.dead) return;
+    if (this.sock.writableLength + this.outBytes > MAX_WRITE_BACKLOG) {
+      // Nothing more is read from it, nor kept for it: its GOAWAY would wait behind the backlog.
+      this.fail(H2Error.ENHANCE_YOUR_CALM);
+      this.sock.destroy();
+      return;
+    }
     let buf = this.pending ? Buffer.concat([this.pending, d]) : d;
     this.pending = null;
     let o = 0;
