@@ -43,8 +43,11 @@ function buildCase(o: LoadedOp, r: Rng, mode: 'valid' | 'invalid'): Case {
     let v = valid(prm.schema, r);
     if ((breakOne === 0 || breakOne === 2) && r.bool(0.5)) v = mutate(prm.schema, v, r);
     const text = typeof v === 'string' ? v : JSON.stringify(v);
-    if (prm.in === 'path') p = p.replace(`{${prm.name}}`, encodeURIComponent(text.replace(/\//g, '_') || 'x'));
-    else if (prm.in === 'query' && (prm.required || r.bool(0.6))) query.set(prm.name, text ?? '');
+    if (prm.in === 'path') {
+      const seg = encodeURIComponent(text.replace(/\//g, '_') || 'x');
+      // "." and ".." (also as %2E) are dot segments: a URL client removes them, sending another path.
+      p = p.replace(`{${prm.name}}`, /^(\.|%2e){1,2}$/i.test(seg) ? `${seg}_` : seg);
+    } else if (prm.in === 'query' && (prm.required || r.bool(0.6))) query.set(prm.name, text ?? '');
     else if (prm.in === 'header' && (prm.required || r.bool(0.3))) headers[prm.name] = String(text ?? '').replace(/[^\x20-\x7e]/g, '');
   }
   // The edge refuses query parameters the contract does not name: every operation declares that 400.
