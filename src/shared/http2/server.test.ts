@@ -713,6 +713,15 @@ describe('connection errors end the connection with GOAWAY', () => {
     );
   });
 
+  it('a header block spread over endless empty CONTINUATION frames: ENHANCE_YOUR_CALM', async () => {
+    const srv = await start(basicHandler);
+    await expectConnectionError(
+      srv.port,
+      [headersFrame(1, requestBlock().subarray(0, 3), F.END_STREAM), ...Array.from({ length: 1000 }, () => frame(T.CONTINUATION, 0, 1, Buffer.alloc(0)))],
+      H2Error.ENHANCE_YOUR_CALM,
+    );
+  });
+
   it('more than 2000 stream resets in a second: ENHANCE_YOUR_CALM', async () => {
     let opened = 0;
     const srv = await start(() => opened++);

@@ -68,6 +68,8 @@ const STREAM_WINDOW = 1 << 20;
 const CONNECTION_WINDOW = 16 << 20;
 /** SETTINGS_MAX_HEADER_LIST_SIZE, and the most a header block may take on the wire. */
 const MAX_HEADER_LIST = 64 * 1024;
+/** Frames one header block may span (a 64 KiB block needs 5 at the default frame size). */
+const MAX_CONTINUATIONS = 32;
 /** Stream data is held back while the socket has this much unsent. */
 const SOCKET_HIGH_WATER = 1 << 20;
 /**
@@ -330,6 +332,8 @@ class Session {
     b.chunks.push(payload);
     b.size += payload.length;
     if (b.size > MAX_HEADER_LIST) throw new ConnectionError(H2Error.ENHANCE_YOUR_CALM, 'header block too large');
+    // Empty or tiny CONTINUATION frames without end would be kept forever (CVE-2024-27316's flood).
+    if (b.chunks.length > MAX_CONTINUATIONS) throw new ConnectionError(H2Error.ENHANCE_YOUR_CALM, 'too many CONTINUATION frames');
     if (!(flags & END_HEADERS)) return;
     this.block = null;
     this.onHeaderBlock(id, b.endStream, Buffer.concat(b.chunks, b.size));
