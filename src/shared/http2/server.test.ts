@@ -577,6 +577,88 @@ describe('a peer that does not read', () => {
     expect(r.peakBacklog).toBeLessThan(9 << 20);
   });
 
+  it('request bodies held past maxBufferedBytes reset the stream that passes it; letting go frees the room', async () => {
+    const held: H2Stream[] = [];
+    const srv = await start(
+      (s) => {
+        if (s.path === '/hold') {
+          held.push(s);
+          s.readAll(1 << 20).catch(() => {}); // keeps what arrives, never answers
+        } else if (s.path === '/iterate') {
+          void (async () => {
+            let size = 0;
+            for await (const chunk of s.body()) size += chunk.length;
+            answer(s, String(size));
+          })().catch(() => {});
+        } else s.readAll(1 << 20).then(({ size }) => answer(s, String(size)), () => {});
+      },
+      { maxBufferedBytes: 4 << 20 },
+    );
+    const c = await raw(srv.port);
+    await c.handshake();
+    const body = (id: number, n: number, end: boolean) => {
+      const frames: Buffer[] = [];
+      for (let o = 0; o < n; o += 16384) frames.push(dataFrame(id, Buffer.alloc(Math.min(16384, n - o), 7), end && o + 16384 >= n ? F.END_STREAM : 0));
+      return frames;
+    };
+    const ids = [1, 3, 5, 7, 9, 11, 13];
+    for (const id of ids) c.send(requestFrame(id, '/hold', 'POST', false), ...body(id, 900_000, false));
+    await c.ping();
+    // 4 x 900 KB fit in 4 MiB; the fifth stream passes it and is reset, and so are the rest.
+    await c.rstCode(13);
+    const firstRst = (id: number) => c.frames.find((f) => f.type === T.RST_STREAM && f.id === id)?.payload.readUInt32BE(0);
+    expect([9, 11, 13].map(firstRst)).toEqual([H2Error.ENHANCE_YOUR_CALM, H2Error.ENHANCE_YOUR_CALM, H2Error.ENHANCE_YOUR_CALM]);
+    expect(ids.slice(0, 4).map((id) => c.streams.get(id)?.rst ?? null)).toEqual([null, null, null, null]);
+    expect(c.frames.some((f) => f.type === T.GOAWAY)).toBe(false);
+    // The client gives up the held streams: their bytes are let go.
+    c.send(...ids.slice(0, 4).map((id) => rstFrame(id, H2Error.CANCEL)));
+    await c.until(() => held.every((h) => h.isClosed), 'the held streams to close');
+    // Answered requests let go of their bodies too (readAll and body()): 40 x 900 KB pass through 4 MiB of room.
+    for (let id = 15; id < 95; id += 2) {
+      c.send(requestFrame(id, id % 4 === 1 ? '/iterate' : '/size', 'POST', false), ...body(id, 900_000, true));
+      const r = await c.response(id);
+      expect(r.rst).toBeNull();
+      expect(Buffer.concat(r.data).toString()).toBe('900000');
+    }
+  });
+
+  it('a long upload read as it arrives (body()) is not counted against maxBufferedBytes', async () => {
+    const srv = await start(
+      (s) =>
+        void (async () => {
+          let size = 0;
+          for await (const chunk of s.body()) size += chunk.length;
+          answer(s, String(size));
+        })().catch(() => {}),
+      { maxBufferedBytes: 2 << 20 },
+    );
+    const c = await raw(srv.port);
+    const settings = await c.handshake();
+    let window = 65_535;
+    for (let i = 0; i < settings.payload.length; i += 6) if (settings.payload.readUInt16BE(i) === S.INITIAL_WINDOW_SIZE) window = settings.payload.readUInt32BE(i + 2);
+    c.onFrame = (f) => {
+      if (f.type === T.WINDOW_UPDATE && f.id === 1) window += f.payload.readUInt32BE(0);
+    };
+    c.send(requestFrame(1, '/iterate', 'POST', false));
+    const total = 8 << 20; // four times the room, on one stream
+    const piece = dataFrame(1, Buffer.alloc(16384, 1));
+    for (let sent = 0; sent < total; ) {
+      if (window < 16384) {
+        await c.until(() => window >= 16384, `a stream WINDOW_UPDATE after ${sent} bytes`, 5000);
+        continue;
+      }
+      const n = Math.min((total - sent) / 16384, Math.floor(window / 16384), 64);
+      c.send(...Array.from({ length: n }, () => piece));
+      window -= n * 16384;
+      sent += n * 16384;
+      await new Promise((r) => setImmediate(r));
+    }
+    c.send(dataFrame(1, Buffer.alloc(0), F.END_STREAM));
+    const r = await c.response(1);
+    expect(r.rst).toBeNull();
+    expect(Buffer.concat(r.data).toString()).toBe(String(total));
+  });
+
   it('a client that reads keeps its connection through as many PINGs', async () => {
     const srv = await start(basicHandler);
     const c = await raw(srv.port);

@@ -89,6 +89,12 @@ const PREFACE_TIMEOUT_MS = 10_000;
 export interface H2ServerOptions {
   /** SETTINGS_MAX_CONCURRENT_STREAMS (default 10,000). */
   maxConcurrentStreams?: number;
+  /**
+   * Request body bytes a connection may hold at once, received but not yet taken by the
+   * handlers (default 64 MiB). A DATA frame that would pass it resets its stream
+   * (ENHANCE_YOUR_CALM): flow control alone would let 10,000 streams hold 1 MiB each.
+   */
+  maxBufferedBytes?: number;
   /** Called with each new stream. A throw resets the stream (INTERNAL_ERROR). */
   onStream(stream: H2Stream): void;
   /** Called with errors of a handler that threw. */
@@ -166,6 +172,9 @@ class Session {
   private readonly decoder = new HpackDecoder(4096, MAX_HEADER_LIST);
   private readonly streams = new Map<number, H2Stream>();
   private readonly maxStreams: number;
+  private readonly maxBuffered: number;
+  /** Request body bytes received and not yet taken by the handlers (see H2Stream.hold). */
+  buffered = 0;
   private pending: Buffer | null = null;
   private prefaceDone = false;
   private prefaceTimer: NodeJS.Timeout | null;
@@ -196,6 +205,7 @@ class Session {
     private readonly opts: H2ServerOptions,
   ) {
     this.maxStreams = opts.maxConcurrentStreams ?? 10_000;
+    this.maxBuffered = opts.maxBufferedBytes ?? 64 << 20;
     sock.setNoDelay(true);
     sock.on('data', (d: Buffer) => this.onData(d));
     sock.on('drain', () => this.pumpWaiting());
@@ -394,6 +404,7 @@ class Session {
     if (s.remoteEnded) return s.reset(H2Error.STREAM_CLOSED);
     s.recvWindow -= payload.length;
     if (s.recvWindow < 0) return s.reset(H2Error.FLOW_CONTROL_ERROR);
+    if (this.buffered + data.length > this.maxBuffered) return s.reset(H2Error.ENHANCE_YOUR_CALM);
     if (data.length) s.remoteData(data);
     // Padding is flow-controlled but never read: its window goes back at once.
     if (payload.length > data.length) s.consumed(payload.length - data.length);
@@ -695,7 +706,21 @@ export class H2Stream {
 
   remoteData(b: Buffer): void {
     this.inbound.push(b);
+    this.hold(b.length);
     this.wake?.();
+  }
+
+  /** Bytes of this stream's request held by us (queued, or kept by readAll), counted in the session. */
+  private held = 0;
+
+  private hold(n: number): void {
+    this.held += n;
+    this.session.buffered += n;
+  }
+
+  private release(n: number): void {
+    this.held -= n;
+    this.session.buffered -= n;
   }
 
   remoteEnd(): void {
@@ -726,16 +751,19 @@ export class H2Stream {
       const step = () => {
         for (const c of this.inbound) {
           size += c.length;
+          let take = 0;
           if (keptSize < maxBytes) {
-            const take = Math.min(c.length, maxBytes - keptSize);
+            take = Math.min(c.length, maxBytes - keptSize);
             kept.push(take === c.length ? c : c.subarray(0, take));
             keptSize += take;
           }
+          if (take < c.length) this.release(c.length - take); // read on, not kept
           this.consumed(c.length);
         }
         this.inbound.length = 0;
         if (this.remoteEnded) {
           this.wake = null;
+          this.release(keptSize); // the handler's now
           resolve({ body: kept.length === 1 ? kept[0]! : Buffer.concat(kept, keptSize), size });
         } else if (this.isClosed) {
           this.wake = null;
@@ -752,6 +780,7 @@ export class H2Stream {
     for (;;) {
       while (this.inbound.length) {
         const c = this.inbound.shift()!;
+        this.release(c.length);
         this.consumed(c.length);
         yield c;
       }
@@ -839,6 +868,7 @@ export class H2Stream {
     this.session.forget(this);
     // A reader still waiting for the request's end learns the stream is over.
     this.wake?.();
+    this.dropInbound();
     this.notifyClosed();
   }
 
@@ -851,7 +881,14 @@ export class H2Stream {
     this.queuedBytes = 0;
     this.session.forget(this);
     this.wake?.();
+    this.dropInbound();
     this.notifyClosed();
+  }
+
+  /** The stream is over: what it held of its request is let go. */
+  private dropInbound(): void {
+    this.inbound.length = 0;
+    if (this.held) this.release(this.held);
   }
 
   private notifyClosed(): void {
