@@ -178,8 +178,11 @@ export default async function auditBench(b: Bench): Promise<void> {
       // References in the same run: the database streaming verify's own COPY with no checking
       // (into psql and /dev/null, and into this process through verify's COPY connection).
       const sq = copyQuery();
+      const psqlCopy = (q: string) => execFileSync('psql', [t.ownerUrl!, '-q', '-c', q], { stdio: ['ignore', 'ignore', 'inherit'] });
       for (const [label, run] of [
-        ['PostgreSQL alone: the same COPY read by psql into /dev/null', () => execFileSync('psql', [t.ownerUrl!, '-q', '-c', sq], { stdio: ['ignore', 'ignore', 'inherit'] })],
+        ['PostgreSQL alone: the same COPY read by psql into /dev/null', () => psqlCopy(sq)],
+        // The database's cheapest export of every stored field: the whole table, storage order, binary.
+        ['PostgreSQL alone: COPY of the whole table (storage order, binary) read by psql into /dev/null', () => psqlCopy('COPY agent_context_requests TO STDOUT WITH (FORMAT binary)')],
         ['the same COPY read through verify\'s COPY connection, nothing checked', async () => {
           const conn = await openCopyOutConnection(t.db.copyOut!);
           try {
