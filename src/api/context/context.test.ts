@@ -3,6 +3,7 @@
  * PostgreSQL): the six steps, the error bodies, key scopes, and one committed audit record
  * per request whatever its outcome, on the real W1 corpus.
  */
+import { gzipSync } from 'node:zlib';
 import { randomBytes, randomUUID } from 'node:crypto';
 import http2 from 'node:http2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -322,6 +323,33 @@ describe('gRPC RequestContext: malformed calls on the direct binary path', () =>
       expect(ok.status).toBe('0');
       expect(ok.bytes).toBeGreaterThan(10_000);
       expect(await count()).toBe(before + 1);
+    } finally {
+      session.close();
+    }
+  });
+});
+
+describe('gRPC RequestContext through the Connect router: size limits', () => {
+  it('refuses a compressed message that inflates past 1 MiB (RESOURCE_EXHAUSTED), writes no record, keeps serving', async () => {
+    const session = http2.connect(t.url('context-grpc'));
+    try {
+      const before = await count();
+      const bomb = gzipSync(Buffer.alloc(8 << 20)); // about 8 KB on the wire
+      const head = Buffer.alloc(5);
+      head[0] = 1;
+      head.writeUInt32BE(bomb.length, 1);
+      const req = session.request({ ':method': 'POST', ':path': '/svc.context.v1.ContextService/RequestContext', 'content-type': 'application/grpc', 'grpc-encoding': 'gzip', te: 'trailers' });
+      const status = await new Promise<string | undefined>((resolve, reject) => {
+        let st: string | undefined;
+        req.on('response', (h) => (st ??= h['grpc-status'] as string | undefined));
+        req.on('trailers', (h) => (st = h['grpc-status'] as string | undefined));
+        req.on('data', () => {});
+        req.on('close', () => resolve(st));
+        req.on('error', reject);
+        req.end(Buffer.concat([head, bomb]));
+      });
+      expect(status).toBe('8');
+      expect(await count()).toBe(before);
     } finally {
       session.close();
     }
