@@ -177,10 +177,16 @@ export default async function auditBench(b: Bench): Promise<void> {
       }
       // References in the same run: the database streaming verify's own COPY with no checking
       // (into psql and /dev/null, and into this process through verify's COPY connection).
-      const sq = copyQuery();
-      const psqlCopy = (q: string) => execFileSync('psql', [t.ownerUrl!, '-q', '-c', q], { stdio: ['ignore', 'ignore', 'inherit'] });
+      // Verify's read: its records in storage order (a sequential scan), with the settings of its connection.
+      const sq = copyQuery('', '', true);
+      const psqlCopy = (q: string) =>
+        execFileSync('psql', [t.ownerUrl!, '-q', '-c', q], {
+          stdio: ['ignore', 'ignore', 'inherit'],
+          env: { ...process.env, PGOPTIONS: '-c synchronize_seqscans=off -c max_parallel_workers_per_gather=0' },
+        });
       for (const [label, run] of [
         ['PostgreSQL alone: the same COPY read by psql into /dev/null', () => psqlCopy(sq)],
+        ['PostgreSQL alone: the records in chain order (an index scan, verify\'s read before) read by psql into /dev/null', () => psqlCopy(copyQuery())],
         // The database's cheapest export of every stored field: the whole table, storage order, binary.
         ['PostgreSQL alone: COPY of the whole table (storage order, binary) read by psql into /dev/null', () => psqlCopy('COPY agent_context_requests TO STDOUT WITH (FORMAT binary)')],
         ['the same COPY read through verify\'s COPY connection, nothing checked', async () => {
@@ -233,8 +239,9 @@ export default async function auditBench(b: Bench): Promise<void> {
       await w.drain();
       b.print(`${fmt(r.perSecond)} records/s, p50 ${fmt(r.p50, 2)} ms, p99 ${fmt(r.p99, 2)} ms | audit writer alone, ${label}, 64 concurrent appenders | - | ${db}`);
     }
-    const v = await verifyAuditChain({ db: t.db, clock: systemClock });
-    b.print(`audit chain after the writer runs: verify ${v.status} (${v.record_count} records)`);
+    const passes: string[] = [];
+    const v = await verifyAuditChain({ db: t.db, clock: systemClock }, (p) => passes.push(p));
+    b.print(`audit chain after the writer runs: verify ${v.status} (${v.record_count} records; read in ${passes.join(', then ') || 'pages'})`);
   } finally {
     await t.close();
   }

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, type TestDb } from '../../../test/harness.js';
 import { ensureGenesis, systemClock } from '../../shared/app-context.js';
 import { computeContentHash, computeRecordHash, type ChainFields } from './hash.js';
-import { verifyAuditChain } from './verify.js';
+import { verifyAuditChain, type VerifyPass } from './verify.js';
 
 let t: TestDb;
 let genesis: string;
@@ -79,9 +79,22 @@ async function load(rows: Row[]): Promise<void> {
   }
 }
 
-async function verify(): Promise<{ v: Awaited<ReturnType<typeof verifyAuditChain>> }> {
-  return { v: await verifyAuditChain({ db: t.db, clock: systemClock }) };
+async function verify(): Promise<{ v: Awaited<ReturnType<typeof verifyAuditChain>>; passes: VerifyPass[] }> {
+  const passes: VerifyPass[] = [];
+  const v = await verifyAuditChain({ db: t.db, clock: systemClock }, (p) => passes.push(p));
+  // The same answer as a read in chain order alone, whichever reads were made.
+  if (passes.length === 1 && passes[0] === 'storage order') expect(v).toEqual({ ...(await chainOrderOnly()), last_verified_at: v.last_verified_at });
+  return { v, passes };
 }
+
+/** Verify's answer from one read in chain order (the storage-order read forced to give up). */
+async function chainOrderOnly(): Promise<Awaited<ReturnType<typeof verifyAuditChain>>> {
+  const db = { ...t.db, copyOut: null };
+  return verifyAuditChain({ db, clock: systemClock });
+}
+
+/** On PostgreSQL (a COPY connection of its own) the first read is in storage order; PGlite reads pages in chain order. */
+const firstRead = (): VerifyPass[] => (t.db.copyOut ? ['storage order'] : []);
 
 const at = (rows: Row[], s: number) => rows.findIndex((r) => r.chain_sequence === s);
 
@@ -97,8 +110,9 @@ afterAll(async () => {
 describe('verify whatever the storage order', () => {
   it('answers ok, legacy records counted', async () => {
     await load(chain());
-    const { v } = await verify();
+    const { v, passes } = await verify();
     expect(v).toMatchObject({ status: 'ok', record_count: LEGACY + N, legacy_record_count: LEGACY, first_chained_sequence: LEGACY + 1 });
+    expect(passes).toEqual(firstRead()); // stored in chain order: one read
   });
 
   it('finds a changed field, a missing record (first, middle, last) and a broken link at their sequences', async () => {
@@ -146,6 +160,7 @@ describe('verify whatever the storage order', () => {
       await load(rows);
       const r = await verify();
       expect(r.v, `record ${moved} stored last`).toMatchObject({ status: 'ok', record_count: LEGACY + N, first_chained_sequence: LEGACY + 1 });
+      if (t.db.copyOut) expect(r.passes).toEqual(['storage order', 'chain order']);
     }
     // Out of order, and tampered before and after the displaced record.
     for (const bad of [10, 50]) {

@@ -161,7 +161,9 @@ export async function openCopyOutConnection(opts: CopyOutOptions): Promise<CopyO
     onnotice: () => {},
     prepare: false,
     fetch_types: false,
-    connection: { application_name: 'svc-copy' },
+    // A sequential scan read for its storage order starts at the table's first page and runs
+    // in one process: no joining another scan midway, no parallel workers interleaving rows.
+    connection: { application_name: 'svc-copy', synchronize_seqscans: 'off', max_parallel_workers_per_gather: '0' },
     socket: async (o: { host: string[]; port: number[]; path?: string | false }) => {
       // Reads land in one buffer of ours (net's `onread`), not a fresh one per read: a COPY
       // of a million rows was over a microsecond a row of allocating, filling and freeing
