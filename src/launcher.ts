@@ -28,8 +28,6 @@ export interface RunningStack {
 }
 
 const DRAIN_MS = 5000;
-/** The largest gRPC message the Connect router reads (after decompression). */
-const GRPC_MAX_MESSAGE_BYTES = 1 << 20;
 
 function listening(server: net.Server, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -68,8 +66,7 @@ async function startOne(ctx: AppContext, name: ServiceName, portOverride?: numbe
     // LAN bandwidth saves. A message is compressed only from compressMinBytes up.
     // On the lean HTTP/2 server (shared/http2/server.ts says why not node:http2).
     const onError = (e: unknown, method?: string) => ctx.logger.error('grpc handler failed', { method, error: e as Error });
-    // A message may not pass 1 MiB, decompressed included (Connect's default is 4 GiB).
-    const connect = connectH2Handler({ routes: def.routes(ctx), compressMinBytes: Number.MAX_SAFE_INTEGER, readMaxBytes: GRPC_MAX_MESSAGE_BYTES, onError });
+    const connect = connectH2Handler({ routes: def.routes(ctx), compressMinBytes: Number.MAX_SAFE_INTEGER, onError });
     // A service may serve some requests itself before the router (see GrpcServiceDef.preHandle).
     const pre = def.preHandle?.(ctx);
     h2 = createH2Server({ onStream: pre ? (s) => void (pre(s) || connect(s)) : connect, onError });

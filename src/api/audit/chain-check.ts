@@ -15,7 +15,7 @@
  */
 import { hash } from 'node:crypto';
 import { canonicalJson } from './hash.js';
-import { int32 } from './copy-binary.js';
+import { int32, int64 } from './copy-binary.js';
 
 /** The columns the checker reads, in order (each cast pins its binary form). */
 export const CHECK_COLUMNS = [
@@ -320,7 +320,7 @@ export class ByteChainChecker {
     this.count++;
     if (this.failure) return;
     if (f[1] !== 8) throw new Error('chain_sequence is not int8');
-    const seq = int32(buf, f[0]!) * 4294967296 + uint32(buf, f[0]! + 4);
+    const seq = int64(buf, f[0]!);
     const isFirst = this.first === null;
     const expected = isFirst ? (this.expectedFirst ?? seq) : this.lastSeq + 1;
     if (this.first === null) this.first = seq;

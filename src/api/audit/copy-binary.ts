@@ -21,6 +21,9 @@ export class CopyFormatError extends Error {}
 /** The big-endian signed 32-bit integer at `p` (COPY's field lengths and counts). */
 export const int32 = (b: Uint8Array, p: number) => (b[p]! << 24) | (b[p + 1]! << 16) | (b[p + 2]! << 8) | b[p + 3]!;
 
+/** The big-endian signed 64-bit integer at `p` as a number (an int8 such as chain_sequence; exact below 2^53). */
+export const int64 = (b: Uint8Array, p: number) => int32(b, p) * 4294967296 + (int32(b, p + 4) >>> 0);
+
 /**
  * Incremental parser: `push` the bytes as they come, `end` when there are no more. Rows are
  * parsed in place in the pushed chunk; only a row cut by a chunk boundary is copied (into a

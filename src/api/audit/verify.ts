@@ -21,7 +21,7 @@
 import type { AppContext } from '../../shared/app-context.js';
 import { genesisHash } from '../../shared/app-context.js';
 import { LEGACY_SENTINEL } from './hash.js';
-import { CopyBinaryReader, forEachCopyBinaryRow, int32, type RowHandler } from './copy-binary.js';
+import { CopyBinaryReader, forEachCopyBinaryRow, int64, type RowHandler } from './copy-binary.js';
 import { ByteChainChecker, CHECK_COLUMNS, N_CHECK_COLUMNS, type Failure } from './chain-check.js';
 import { openCopyOutConnection, type CopyOutOptions } from '../../shared/db/copy-out.js';
 
@@ -65,7 +65,7 @@ async function checkCopyOut(opts: CopyOutOptions, query: string, checker: ByteCh
     ? (buf, f) => {
         if (!ascending) return; // read on to the end, unchecked: the caller reads again in chain order
         if (f[1] === 8) {
-          const seq = int32(buf, f[0]!) * 4294967296 + (int32(buf, f[0]! + 4) >>> 0);
+          const seq = int64(buf, f[0]!);
           if (seq <= prev) {
             ascending = false;
             return;
@@ -147,7 +147,7 @@ export async function verifyAuditChain(ctx: Pick<AppContext, 'db' | 'clock'>, on
         let rows = 0;
         const reader = new CopyBinaryReader(N_CHECK_COLUMNS, (buf, f) => {
           rows++;
-          after = buf.readInt32BE(f[0]!) * 4294967296 + buf.readUInt32BE(f[0]! + 4);
+          after = int64(buf, f[0]!);
           c.row(buf, f);
         });
         reader.push(Buffer.from(await res.blob!.arrayBuffer()));

@@ -15,9 +15,11 @@ import type { H2Stream } from '../../shared/http2/server.js';
 import { RequestContextRequestSchema } from '../../../gen/proto/context_pb.js';
 import { callRequestContext, responseParts } from './request-context.js';
 import { finish, isPlainGrpc, readMessage, writeMessage } from './h2.js';
+import { MAX_MESSAGE_BYTES } from '../../shared/http2/connect.js';
 
 export const REQUEST_CONTEXT_PATH = '/svc.context.v1.ContextService/RequestContext';
-const MAX_REQUEST_BYTES = 1024 * 1024;
+/** As the Connect router allows (its other protocols and compressed calls). */
+const MAX_REQUEST_BYTES = MAX_MESSAGE_BYTES;
 
 /** The pre-handler: true when it took the request. */
 export function requestContextH2(ctx: AppContext): (stream: H2Stream) => boolean {

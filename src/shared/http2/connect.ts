@@ -13,6 +13,8 @@ import type { H2Stream } from './server.js';
 /** Connection-specific headers, which HTTP/2 forbids (RFC 9113 8.2.2). */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade']);
 const NOT_FOUND = encodeHeaders([':status', '404']);
+/** The largest message a method reads, decompressed included (RESOURCE_EXHAUSTED beyond; Connect's own default is 4 GiB). */
+export const MAX_MESSAGE_BYTES = 1 << 20;
 
 export interface ConnectH2Options extends ConnectRouterOptions {
   routes(router: ConnectRouter): void;
@@ -22,7 +24,7 @@ export interface ConnectH2Options extends ConnectRouterOptions {
 
 /** A stream handler serving the router's methods; unknown paths answer 404. */
 export function connectH2Handler(options: ConnectH2Options): (stream: H2Stream) => void {
-  const router = createConnectRouter({ acceptCompression: [compressionGzip, compressionBrotli], ...options });
+  const router = createConnectRouter({ acceptCompression: [compressionGzip, compressionBrotli], readMaxBytes: MAX_MESSAGE_BYTES, ...options });
   options.routes(router);
   const handlers = new Map(router.handlers.map((h) => [h.requestPath, h]));
   return (stream) => {

@@ -65,6 +65,44 @@ async function raw(port: number, opts?: { autoWindow?: boolean }): Promise<RawCl
   return c;
 }
 
+/** A server whose handler keeps every stream open, and a client whose stream 1 has reached it. */
+async function heldStream(): Promise<{ srv: Srv; c: RawClient; held: H2Stream[] }> {
+  const held: H2Stream[] = [];
+  const srv = await start((s) => void held.push(s));
+  const c = await raw(srv.port);
+  await c.handshake();
+  c.send(requestFrame(1, '/hold'));
+  await c.until(() => held.length === 1, 'the handler');
+  return { srv, c, held };
+}
+
+/**
+ * Sends `count` copies of the DATA frame `f` on stream `id` within the stream's
+ * flow-control window, as a client must: the window starts at the INITIAL_WINDOW_SIZE of
+ * the server's `settings` and grows with its WINDOW_UPDATEs. Returns that initial window.
+ */
+async function sendWithinWindow(c: RawClient, settings: Frame, id: number, f: Buffer, count: number): Promise<number> {
+  let window = 65_535;
+  for (let i = 0; i < settings.payload.length; i += 6) if (settings.payload.readUInt16BE(i) === S.INITIAL_WINDOW_SIZE) window = settings.payload.readUInt32BE(i + 2);
+  const initial = window;
+  c.onFrame = (fr) => {
+    if (fr.type === T.WINDOW_UPDATE && fr.id === id) window += fr.payload.readUInt32BE(0);
+  };
+  const cost = f.length - 9;
+  for (let sent = 0; sent < count; ) {
+    if (window < cost) {
+      await c.until(() => window >= cost, `a stream WINDOW_UPDATE after ${sent} frames (${sent * cost} bytes of window)`, 5000);
+      continue;
+    }
+    const n = Math.min(count - sent, Math.floor(window / cost), 500);
+    c.send(...Array.from({ length: n }, () => f));
+    window -= n * cost;
+    sent += n;
+    await new Promise((r) => setImmediate(r));
+  }
+  return initial;
+}
+
 function nodeClient(port: number, options: http2.ClientSessionOptions = {}): http2.ClientHttp2Session {
   const client = http2.connect(`http://127.0.0.1:${port}`, options);
   client.on('error', () => {});
@@ -634,25 +672,9 @@ describe('a peer that does not read', () => {
     );
     const c = await raw(srv.port);
     const settings = await c.handshake();
-    let window = 65_535;
-    for (let i = 0; i < settings.payload.length; i += 6) if (settings.payload.readUInt16BE(i) === S.INITIAL_WINDOW_SIZE) window = settings.payload.readUInt32BE(i + 2);
-    c.onFrame = (f) => {
-      if (f.type === T.WINDOW_UPDATE && f.id === 1) window += f.payload.readUInt32BE(0);
-    };
     c.send(requestFrame(1, '/iterate', 'POST', false));
     const total = 8 << 20; // four times the room, on one stream
-    const piece = dataFrame(1, Buffer.alloc(16384, 1));
-    for (let sent = 0; sent < total; ) {
-      if (window < 16384) {
-        await c.until(() => window >= 16384, `a stream WINDOW_UPDATE after ${sent} bytes`, 5000);
-        continue;
-      }
-      const n = Math.min((total - sent) / 16384, Math.floor(window / 16384), 64);
-      c.send(...Array.from({ length: n }, () => piece));
-      window -= n * 16384;
-      sent += n * 16384;
-      await new Promise((r) => setImmediate(r));
-    }
+    await sendWithinWindow(c, settings, 1, dataFrame(1, Buffer.alloc(16384, 1)), total / 16384);
     c.send(dataFrame(1, Buffer.alloc(0), F.END_STREAM));
     const r = await c.response(1);
     expect(r.rst).toBeNull();
@@ -918,12 +940,7 @@ describe('stream errors reset the stream and the connection keeps serving', () =
   });
 
   it('HEADERS again after END_STREAM: STREAM_CLOSED closes the server stream, which then sends nothing', async () => {
-    const held: H2Stream[] = [];
-    const srv = await start((s) => void held.push(s));
-    const c = await raw(srv.port);
-    await c.handshake();
-    c.send(requestFrame(1, '/hold'));
-    await c.until(() => held.length === 1, 'the handler');
+    const { srv, c, held } = await heldStream();
     c.send(headersFrame(1, encodeHeaders(['x-trailer', '1']), F.END_HEADERS | F.END_STREAM));
     expect(await c.rstCode(1)).toBe(H2Error.STREAM_CLOSED);
     await c.ping();
@@ -1080,29 +1097,10 @@ describe('stream lifecycle', () => {
     });
     const c = await raw(srv.port);
     const settings = await c.handshake();
-    let streamWindow = 65_535;
-    for (let i = 0; i < settings.payload.length; i += 6) if (settings.payload.readUInt16BE(i) === S.INITIAL_WINDOW_SIZE) streamWindow = settings.payload.readUInt32BE(i + 2);
-    expect(streamWindow).toBe(1 << 20);
-    c.onFrame = (f) => {
-      if (f.type === T.WINDOW_UPDATE && f.id === 1) streamWindow += f.payload.readUInt32BE(0);
-    };
     c.send(requestFrame(1, '/padded', 'POST', false));
     // 6000 frames carrying one byte and 254 bytes of padding each: 256 bytes of window per byte of body.
     const frames = 6000;
-    const one = paddedDataFrame(1, Buffer.from('x'), 254);
-    const cost = one.length - 9;
-    let sent = 0;
-    while (sent < frames) {
-      if (streamWindow < cost) {
-        await c.until(() => streamWindow >= cost, `a stream WINDOW_UPDATE after ${sent} frames (${sent} body bytes, ${sent * cost} bytes of window)`, 5000);
-        continue;
-      }
-      const n = Math.min(frames - sent, Math.floor(streamWindow / cost), 500);
-      c.send(...Array.from({ length: n }, () => one));
-      streamWindow -= n * cost;
-      sent += n;
-      await new Promise((r) => setImmediate(r));
-    }
+    expect(await sendWithinWindow(c, settings, 1, paddedDataFrame(1, Buffer.from('x'), 254), frames)).toBe(1 << 20);
     c.send(dataFrame(1, Buffer.alloc(0), F.END_STREAM));
     const r = await c.response(1);
     expect(Buffer.concat(r.data).toString()).toBe(String(frames));
@@ -1291,12 +1289,7 @@ describe('shutdown', () => {
   });
 
   it('destroySessions closes at once; open streams see CANCEL', async () => {
-    const held: H2Stream[] = [];
-    const srv = await start((s) => void held.push(s));
-    const c = await raw(srv.port);
-    await c.handshake();
-    c.send(requestFrame(1, '/hold'));
-    await c.until(() => held.length === 1, 'the handler');
+    const { srv, c, held } = await heldStream();
     const closedEvent = deferred();
     held[0]!.onClose(() => closedEvent.resolve());
     srv.h2.destroySessions();
@@ -1310,12 +1303,7 @@ describe('shutdown', () => {
   });
 
   it('client GOAWAY: the server finishes open streams, then closes the socket', async () => {
-    const held: H2Stream[] = [];
-    const srv = await start((s) => void held.push(s));
-    const c = await raw(srv.port);
-    await c.handshake();
-    c.send(requestFrame(1, '/hold'));
-    await c.until(() => held.length === 1, 'the handler');
+    const { srv, c, held } = await heldStream();
     c.send(goawayFrame(0, H2Error.NO_ERROR));
     await c.ping();
     expect(c.closed).toBe(false);

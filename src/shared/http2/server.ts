@@ -600,13 +600,15 @@ class Session {
   }
 
   private closeIfIdle(): void {
-    if (this.goingAway && this.streams.size === 0 && !this.dead) {
-      this.dead = true;
-      this.flush();
-      this.sock.end();
-      // A peer that never closes its side does not hold the socket.
-      setTimeout(() => this.sock.destroy(), 1000).unref();
-    }
+    if (this.goingAway && this.streams.size === 0 && !this.dead) this.endSocket();
+  }
+
+  /** Sends what is queued and ends our side; a peer that never closes its own does not hold the socket. */
+  private endSocket(): void {
+    this.dead = true;
+    this.flush();
+    this.sock.end();
+    setTimeout(() => this.sock.destroy(), 1000).unref();
   }
 
   /** Graceful: no new streams; the connection ends when its streams are done. */
@@ -621,10 +623,7 @@ class Session {
   private fail(code: number): void {
     if (this.dead) return;
     this.push(frame(GOAWAY, 0, 0, u32(this.lastStreamId, code)));
-    this.flush();
-    this.dead = true;
-    this.sock.end();
-    setTimeout(() => this.sock.destroy(), 1000).unref();
+    this.endSocket();
     for (const s of [...this.streams.values()]) s.closed(H2Error.CANCEL);
   }
 
@@ -644,6 +643,8 @@ export class H2Stream {
   recvWindow = STREAM_WINDOW;
   private recvConsumed = 0;
   private inbound: Buffer[] = [];
+  /** Bytes of the request held by us (queued, or kept by readAll), counted in the session's `buffered`. */
+  private held = 0;
   private wake: (() => void) | null = null;
   // Outbound.
   sendWindow: number;
@@ -709,9 +710,6 @@ export class H2Stream {
     this.hold(b.length);
     this.wake?.();
   }
-
-  /** Bytes of this stream's request held by us (queued, or kept by readAll), counted in the session. */
-  private held = 0;
 
   private hold(n: number): void {
     this.held += n;
