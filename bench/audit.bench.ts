@@ -7,7 +7,7 @@
  * whose peak RSS (VmHWM) is read from /proc before and after.
  */
 import fs from 'node:fs';
-import { execFileSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import type { Bench } from './run.js';
 import { closedLoop, cpuSeconds, fmt, peakRssMb } from './load-gen.js';
@@ -179,13 +179,24 @@ export default async function auditBench(b: Bench): Promise<void> {
       // (into psql and /dev/null, and into this process through verify's COPY connection).
       // Verify's read: its records in storage order (a sequential scan), with the settings of its connection.
       const sq = copyQuery('', '', true);
+      const psqlEnv = { ...process.env, PGOPTIONS: '-c synchronize_seqscans=off -c max_parallel_workers_per_gather=0' };
       const psqlCopy = (q: string) =>
-        execFileSync('psql', [t.ownerUrl!, '-q', '-c', q], {
-          stdio: ['ignore', 'ignore', 'inherit'],
-          env: { ...process.env, PGOPTIONS: '-c synchronize_seqscans=off -c max_parallel_workers_per_gather=0' },
-        });
+        new Promise<void>((resolve, reject) =>
+          spawn('psql', [t.ownerUrl!, '-q', '-c', q], { env: psqlEnv, stdio: ['ignore', 'ignore', 'inherit'] })
+            .on('error', reject)
+            .on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`psql exited with ${code}`)))),
+        );
+      // The ceiling of this machine for any verify that reads the records from PostgreSQL:
+      // both cores doing nothing but sending them (two backends, each half the table's
+      // pages by ctid, a TID range scan), nothing left for checking.
+      const [pages] = await t.owner.query<{ n: number }>(`SELECT (pg_relation_size('agent_context_requests') / current_setting('block_size')::int)::int AS n`);
+      const half = Math.ceil(Number(pages!.n) / 2);
       for (const [label, run] of [
         ['PostgreSQL alone: the same COPY read by psql into /dev/null', () => psqlCopy(sq)],
+        [
+          'PostgreSQL alone on both cores: the same COPY as two halves of the table (by ctid) at once, each read by psql into /dev/null',
+          () => Promise.all([psqlCopy(copyQuery(` AND r.ctid < '(${half},0)'`, '', true)), psqlCopy(copyQuery(` AND r.ctid >= '(${half},0)'`, '', true))]),
+        ],
         ['PostgreSQL alone: the records in chain order (an index scan, verify\'s read before) read by psql into /dev/null', () => psqlCopy(copyQuery())],
         // The database's cheapest export of every stored field: the whole table, storage order, binary.
         ['PostgreSQL alone: COPY of the whole table (storage order, binary) read by psql into /dev/null', () => psqlCopy('COPY agent_context_requests TO STDOUT WITH (FORMAT binary)')],
