@@ -9,7 +9,7 @@ import { createAppContext, type AppContext } from '../../src/shared/app-context.
 import { createMemoryBroker } from '../../src/shared/broker.js';
 import { memoryLogger } from '../../src/shared/logger.js';
 import { contentCache } from '../../src/api/graph/materialization.js';
-import { selectContext } from '../../src/api/graph/select.js';
+import { scdContentJsonBytes, selectContext } from '../../src/api/graph/select.js';
 import { startTestStack, type TestStack } from '../harness.js';
 import { bundle, concern, deploy, publish, scdDoc, uid } from './factories.js';
 
@@ -63,7 +63,7 @@ describe('selection', () => {
     expect(await select(nurse, u, [], [x])).toEqual([z, s1, s2]);
     const full = await selectContext(t.ctx, { roleId: nurse, overrides: [], restrictions: [] });
     expect(full.bundleIds.filter((b) => b.includes(u))).toEqual([`${c.id}:1.0.0`, `${std.id}:1.0.0`]);
-    expect(JSON.parse(full.scdContentJson)).toEqual(full.scdContent);
+    expect(JSON.parse(scdContentJsonBytes(full).toString('utf8'))).toEqual(full.scdContent);
     expect(full.scdContent[x]).toContain(`id: ${x}`);
     expect(await selectContext(t.ctx, { roleId: nurse, overrides: [], restrictions: [] })).toBe(full); // cached
   });

@@ -4,7 +4,7 @@
  */
 import type { AppContext } from '../../shared/app-context.js';
 import type { ValidationIssue } from '../../shared/http/openapi-app.js';
-import type { SelectedContext } from '../graph/select.js';
+import { scdContentJsonBytes, type SelectedContext } from '../graph/select.js';
 import { requestContext, type ContextErrorCode, type ContextOutcome } from './request-context.js';
 
 const STATUS: Record<ContextErrorCode, number> = { AUTH_FAILED: 401, INTENT_NOT_ALLOWED: 403, VALIDATION_ERROR: 400, INTERNAL_ERROR: 500 };
@@ -35,7 +35,11 @@ const fragments = new WeakMap<SelectedContext, Buffer>();
 function selectionBytes(s: SelectedContext): Buffer {
   let f = fragments.get(s);
   if (f === undefined) {
-    f = Buffer.from(`"scd_ids":${JSON.stringify(s.scdIds)},"scd_content":${s.scdContentJson},"context_bundle_ids":${JSON.stringify(s.bundleIds)}}`, 'utf8');
+    f = scdContentJsonBytes(
+      s,
+      Buffer.from(`"scd_ids":${JSON.stringify(s.scdIds)},"scd_content":`, 'utf8'),
+      Buffer.from(`,"context_bundle_ids":${JSON.stringify(s.bundleIds)}}`, 'utf8'),
+    );
     fragments.set(s, f);
   }
   return f;

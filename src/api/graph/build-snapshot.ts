@@ -11,7 +11,7 @@ import type { ScdEntry, Snapshot, Universe } from './materialization.js';
 
 /** What one deployed bundle version contributes (immutable). */
 export interface BundleContent {
-  scds: Array<{ id: string; yaml: string; json: string; scoped: boolean }>;
+  scds: Array<{ id: string; yaml: string; member: Buffer; scoped: boolean }>;
   /** SCD id -> roles (APPLIES_TO edges sourced by this version). */
   roles: Map<string, string[]>;
   /** GOVERNED_BY edges sourced by this version: [governed, governing]. */
@@ -49,7 +49,7 @@ async function loadBundleContents(db: Db, refs: string[]): Promise<Map<string, B
   for (const r of rows) {
     const bc = out.get(`${r.bundle_id}:${r.bundle_version}`)!;
     // Pre-serialized `"id":"yaml"` member, so a response can splice the content without re-escaping it.
-    bc.scds.push({ id: r.scd_id, yaml: r.content_yaml, json: `${JSON.stringify(r.scd_id)}:${JSON.stringify(r.content_yaml)}`, scoped: bc.roles.has(r.scd_id) });
+    bc.scds.push({ id: r.scd_id, yaml: r.content_yaml, member: jsonMember(r.scd_id, r.content_yaml), scoped: bc.roles.has(r.scd_id) });
   }
   return out;
 }
@@ -72,6 +72,14 @@ async function deployedRefs(db: Db): Promise<string[]> {
   return refs;
 }
 
+/**
+ * The UTF-8 bytes of the JSON object member `"<id>":"<yaml>"`: a selection's `scd_content` is
+ * these members joined by commas in braces, copied as bytes, never re-serialized per role.
+ */
+export function jsonMember(id: string, yaml: string): Buffer {
+  return Buffer.from(`${JSON.stringify(id)}:${JSON.stringify(yaml)}`, 'utf8');
+}
+
 function assemble(bundleRefs: string[], contents: Map<string, BundleContent>): Universe {
   const scds: ScdEntry[] = [];
   const byId = new Map<string, ScdEntry>();
@@ -80,7 +88,7 @@ function assemble(bundleRefs: string[], contents: Map<string, BundleContent>): U
     for (const s of bc.scds) {
       let e = byId.get(s.id);
       if (!e) {
-        e = { id: s.id, index: scds.length, bundleRef: ref, yaml: s.yaml, json: s.json, roles: s.scoped ? new Set() : null, governedBy: [] };
+        e = { id: s.id, index: scds.length, bundleRef: ref, yaml: s.yaml, member: s.member, roles: s.scoped ? new Set() : null, governedBy: [] };
         scds.push(e);
         byId.set(s.id, e);
       } else if (!s.scoped) {
@@ -96,7 +104,19 @@ function assemble(bundleRefs: string[], contents: Map<string, BundleContent>): U
       if (governed && governing && governed !== governing && !governed.governedBy.includes(governing.index)) governed.governedBy.push(governing.index);
     }
   }
-  return { bundleRefs, scds, byId, roleCache: new Map() };
+  // Who gets what, indexed once: a role's first selection reads its own SCDs, not the universe.
+  const unscoped: number[] = [];
+  const byRole = new Map<string, number[]>();
+  for (const e of scds) {
+    if (e.roles === null) unscoped.push(e.index);
+    else
+      for (const role of e.roles) {
+        const list = byRole.get(role);
+        if (list) list.push(e.index);
+        else byRole.set(role, [e.index]);
+      }
+  }
+  return { bundleRefs, scds, byId, unscoped, byRole, roleCache: new Map() };
 }
 
 /**

@@ -3,6 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { compareSemver, parseRef } from './refs.js';
 import { graphEdges } from './write-graph.js';
 import { findNul } from './input-text.js';
+import { jsonMember } from './build-snapshot.js';
+import { scdContentJsonBytes, type SelectedContext } from './select.js';
 import { edgeFor } from '../../rules/rules/rule-service.js';
 
 describe('references', () => {
@@ -61,5 +63,22 @@ describe('NUL detection', () => {
     expect(findNul({ a: [{ b: 'ok' }, { 'c/d': 'x\u0000' }] })).toBe('/a/1/c~1d');
     expect(findNul({ ['k\u0000']: 1 })).toBe('/k\u0000');
     expect(findNul({ a: 'fine', n: 1, z: null })).toBeNull();
+  });
+});
+
+describe('scd_content as JSON bytes', () => {
+  const sel = (content: Record<string, string>): SelectedContext => ({
+    bundleIds: [],
+    scdIds: Object.keys(content),
+    scdContent: content,
+    scdMembers: Object.entries(content).map(([id, yaml]) => jsonMember(id, yaml)),
+  });
+  it('joins the members into the bytes of JSON.stringify(scdContent), between the given parts', () => {
+    for (const content of [{}, { 'scd:a': 'x: 1\n' }, { 'scd:a': 'titel: ünïcode — "quoted"\n\ttab', 'scd:b': '', 'scd:c': 'y'.repeat(70_000) }] as Record<string, string>[]) {
+      const s = sel(content);
+      expect(scdContentJsonBytes(s).toString('utf8')).toBe(JSON.stringify(content));
+      const framed = scdContentJsonBytes(s, Buffer.from('{"scd_content":'), Buffer.from(',"n":1}'));
+      expect(JSON.parse(framed.toString('utf8'))).toEqual({ scd_content: content, n: 1 });
+    }
   });
 });

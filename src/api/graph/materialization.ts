@@ -20,8 +20,8 @@ export interface ScdEntry {
   /** `bundle:<name>:<version>` the content comes from (first occurrence in resolution order). */
   bundleRef: string;
   yaml: string;
-  /** Pre-serialized JSON member `"<id>":"<yaml>"`. */
-  json: string;
+  /** The JSON member `"<id>":"<yaml>"`, serialized and UTF-8 encoded once (see jsonMember). */
+  member: Buffer;
   /** Roles it applies to; null = every role. Union over the deployed bundles that hold it. */
   roles: Set<string> | null;
   /** SCDs that govern it (GOVERNED_BY targets inside the deployed universe). */
@@ -34,6 +34,10 @@ export interface Universe {
   bundleRefs: string[];
   scds: ScdEntry[];
   byId: Map<string, ScdEntry>;
+  /** Indices of the SCDs that apply to every role, ascending. */
+  unscoped: number[];
+  /** Role -> indices of the SCDs scoped to it, ascending. */
+  byRole: Map<string, number[]>;
   /** Role -> universe indices (role-applicable plus governing), ascending. */
   roleCache: Map<string, number[]>;
 }

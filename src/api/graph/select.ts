@@ -11,6 +11,7 @@
 import type { AppContext } from '../../shared/app-context.js';
 import type { Db } from '../../shared/db/index.js';
 import { contentCache, MAX_CACHE_ENTRIES, snapshotCache, type Snapshot, type Universe } from './materialization.js';
+import { jsonMember } from './build-snapshot.js';
 
 export interface SelectedContext {
   /** `bundle:<name>:<version>` of the bundles whose SCDs were selected, deterministic order. */
@@ -18,8 +19,12 @@ export interface SelectedContext {
   scdIds: string[];
   /** SCD id -> YAML text. */
   scdContent: Record<string, string>;
-  /** `JSON.stringify(scdContent)`, computed once per cached result (splice it into a response). */
-  scdContentJson: string;
+  /**
+   * Each selected SCD's JSON member `"<id>":"<yaml>"` as UTF-8 bytes, in scdIds order: the
+   * shared bytes of the materialization, joined only by an answer that wants JSON
+   * (scdContentJsonBytes), so choosing the SCDs copies no content.
+   */
+  scdMembers: readonly Buffer[];
 }
 
 /**
@@ -47,23 +52,17 @@ function roleBase(u: Universe, roleId: string): number[] {
   if (hit) return hit;
   if (cache.size >= MAX_CACHE_ENTRIES) cache.clear();
   const picked = new Uint8Array(u.scds.length);
-  const stack: number[] = [];
-  for (const e of u.scds) {
-    if (e.roles === null || e.roles.has(roleId)) {
-      picked[e.index] = 1;
-      stack.push(e.index);
-    }
-  }
-  while (stack.length) {
-    for (const g of u.scds[stack.pop()!]!.governedBy) {
-      if (!picked[g]) {
-        picked[g] = 1;
-        stack.push(g);
-      }
-    }
-  }
   const out: number[] = [];
-  for (let i = 0; i < picked.length; i++) if (picked[i]) out.push(i);
+  const pick = (i: number) => {
+    if (!picked[i]) {
+      picked[i] = 1;
+      out.push(i);
+    }
+  };
+  for (const i of u.unscoped) pick(i);
+  for (const i of u.byRole.get(roleId) ?? []) pick(i);
+  for (let k = 0; k < out.length; k++) for (const g of u.scds[out[k]!]!.governedBy) pick(g);
+  out.sort((a, b) => a - b);
   cache.set(roleId, out);
   return out;
 }
@@ -104,14 +103,14 @@ async function compute(db: Db, snap: Snapshot, input: { roleId: string; override
   }
   const scdIds: string[] = [];
   const scdContent: Record<string, string> = {};
-  const members: string[] = [];
+  const members: Buffer[] = [];
   const bundleIds: string[] = [];
   const seenBundles = new Set<string>();
-  const add = (id: string, yaml: string, json: string, bundleRef: string) => {
+  const add = (id: string, yaml: string, member: Buffer, bundleRef: string) => {
     if (restricted.has(id)) return;
     scdIds.push(id);
     scdContent[id] = yaml;
-    members.push(json);
+    members.push(member);
     if (!seenBundles.has(bundleRef)) {
       seenBundles.add(bundleRef);
       bundleIds.push(bundleRef);
@@ -120,16 +119,40 @@ async function compute(db: Db, snap: Snapshot, input: { roleId: string; override
   // Universe order: bundles in resolution order, so bundleIds follow it too.
   for (const i of indices) {
     const e = u.scds[i]!;
-    add(e.id, e.yaml, e.json, e.bundleRef);
+    add(e.id, e.yaml, e.member, e.bundleRef);
   }
   const wanted = outside.filter((id) => !restricted.has(id));
   if (wanted.length) {
-    for (const [id, x] of await loadExtras(db, snap, wanted)) if (x) add(id, x.yaml, `${JSON.stringify(id)}:${JSON.stringify(x.yaml)}`, x.bundleRef);
+    for (const [id, x] of await loadExtras(db, snap, wanted)) if (x) add(id, x.yaml, jsonMember(id, x.yaml), x.bundleRef);
   }
   return Object.freeze({
     bundleIds: Object.freeze(bundleIds) as string[],
     scdIds: Object.freeze(scdIds) as string[],
     scdContent: Object.freeze(scdContent) as Record<string, string>,
-    scdContentJson: `{${members.join(',')}}`,
+    scdMembers: Object.freeze(members),
   });
 }
+
+/**
+ * `before` + the UTF-8 bytes of `JSON.stringify(s.scdContent)` + `after`, in one buffer: the
+ * selection's members joined by commas in braces.
+ */
+export function scdContentJsonBytes(s: SelectedContext, before: Buffer = EMPTY, after: Buffer = EMPTY): Buffer {
+  const members = s.scdMembers;
+  let size = before.length + after.length + 2 + Math.max(members.length - 1, 0);
+  for (let i = 0; i < members.length; i++) size += members[i]!.length;
+  const out = Buffer.allocUnsafe(size);
+  out.set(before, 0);
+  let p = before.length;
+  out[p++] = 0x7b;
+  for (let i = 0; i < members.length; i++) {
+    if (i) out[p++] = 0x2c;
+    out.set(members[i]!, p);
+    p += members[i]!.length;
+  }
+  out[p++] = 0x7d;
+  out.set(after, p);
+  return out;
+}
+
+const EMPTY = Buffer.alloc(0);

@@ -9,7 +9,7 @@ const selected = Object.freeze({
   bundleIds: Object.freeze(['bundle:meta:0.2.0', 'bundle:security:0.1.0']) as string[],
   scdIds: Object.freeze(['scd:meta:glossary', 'scd:project:threat-model']) as string[],
   scdContent: Object.freeze({ 'scd:meta:glossary': 'id: scd:meta:glossary\ntitle: Glossary — ünïcode\n', 'scd:project:threat-model': 'x'.repeat(70_000) }),
-  scdContentJson: '',
+  scdMembers: [],
 });
 
 const common = { requestId: '85951b61-fd53-4f82-81ed-c87e137058a9', taskType: 'code_review', timestamp: 1_795_000_000, processingTimeMs: 3 };
