@@ -17,7 +17,7 @@ import { ensureGenesis, systemClock } from '../src/shared/app-context.js';
 import { computeContentHash, computeRecordHash, type ChainFields } from '../src/api/audit/hash.js';
 import { AuditWriter, textArrayLiteral } from '../src/api/audit/writer.js';
 import { copyQuery, verifyAuditChain } from '../src/api/audit/verify.js';
-import { openCopyOutConnection } from '../src/shared/db/copy-out.js';
+import { COPY_OUT_SETTINGS, openCopyOutConnection } from '../src/shared/db/copy-out.js';
 import { memoryLogger } from '../src/shared/logger.js';
 
 const SCDS = ['scd:meta:ai-usage-policy', 'scd:meta:data-classification', 'scd:meta:glossary', 'scd:meta:review-policy', 'scd:project:auth-rules', 'scd:project:input-validation', 'scd:project:secrets-handling', 'scd:project:threat-model'];
@@ -179,7 +179,8 @@ export default async function auditBench(b: Bench): Promise<void> {
       // (into psql and /dev/null, and into this process through verify's COPY connection).
       // Verify's read: its records in storage order (a sequential scan), with the settings of its connection.
       const sq = copyQuery('', '', true);
-      const psqlEnv = { ...process.env, PGOPTIONS: '-c synchronize_seqscans=off -c max_parallel_workers_per_gather=0' };
+      const PGOPTIONS = Object.entries(COPY_OUT_SETTINGS).map(([k, v]) => `-c ${k}=${v}`).join(' ');
+      const psqlEnv = { ...process.env, PGOPTIONS };
       const psqlCopy = (q: string) =>
         new Promise<void>((resolve, reject) =>
           spawn('psql', [t.ownerUrl!, '-q', '-c', q], { env: psqlEnv, stdio: ['ignore', 'ignore', 'inherit'] })

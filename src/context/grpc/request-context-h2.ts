@@ -18,8 +18,6 @@ import { finish, isPlainGrpc, readMessage, writeMessage } from './h2.js';
 import { MAX_MESSAGE_BYTES } from '../../shared/http2/connect.js';
 
 export const REQUEST_CONTEXT_PATH = '/svc.context.v1.ContextService/RequestContext';
-/** As the Connect router allows (its other protocols and compressed calls). */
-const MAX_REQUEST_BYTES = MAX_MESSAGE_BYTES;
 
 /** The pre-handler: true when it took the request. */
 export function requestContextH2(ctx: AppContext): (stream: H2Stream) => boolean {
@@ -31,7 +29,8 @@ export function requestContextH2(ctx: AppContext): (stream: H2Stream) => boolean
 }
 
 async function answer(ctx: AppContext, stream: H2Stream): Promise<void> {
-  const request = await readMessage(stream, RequestContextRequestSchema, MAX_REQUEST_BYTES);
+  // The same limit as the Connect router's (its other protocols and compressed calls).
+  const request = await readMessage(stream, RequestContextRequestSchema, MAX_MESSAGE_BYTES);
   const { head, tail } = responseParts(await callRequestContext(ctx, request));
   if (stream.isClosed) return;
   writeMessage(stream, head, tail);

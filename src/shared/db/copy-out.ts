@@ -151,6 +151,13 @@ export interface CopyOutOptions {
   password?: string | null;
 }
 
+/**
+ * The settings of a COPY connection: a sequential scan read for its storage order starts at
+ * the table's first page and runs in one process (no joining another scan midway, no
+ * parallel workers interleaving rows).
+ */
+export const COPY_OUT_SETTINGS = { synchronize_seqscans: 'off', max_parallel_workers_per_gather: '0' } as const;
+
 /** Opens one dedicated connection (postgres.js over a tapped plain TCP socket). */
 export async function openCopyOutConnection(opts: CopyOutOptions): Promise<CopyOutConnection> {
   const tap = new CopyTap();
@@ -161,9 +168,7 @@ export async function openCopyOutConnection(opts: CopyOutOptions): Promise<CopyO
     onnotice: () => {},
     prepare: false,
     fetch_types: false,
-    // A sequential scan read for its storage order starts at the table's first page and runs
-    // in one process: no joining another scan midway, no parallel workers interleaving rows.
-    connection: { application_name: 'svc-copy', synchronize_seqscans: 'off', max_parallel_workers_per_gather: '0' },
+    connection: { application_name: 'svc-copy', ...COPY_OUT_SETTINGS },
     socket: async (o: { host: string[]; port: number[]; path?: string | false }) => {
       // Reads land in one buffer of ours (net's `onread`), not a fresh one per read: a COPY
       // of a million rows was over a microsecond a row of allocating, filling and freeing
