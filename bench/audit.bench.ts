@@ -14,10 +14,10 @@ import { closedLoop, cpuSeconds, fmt, peakRssMb } from './load-gen.js';
 import { ADMIN_KEY, createTestDb, type TestDb } from '../test/harness.js';
 import { spawnApi } from '../test/audit/server-process.js';
 import { ensureGenesis, systemClock } from '../src/shared/app-context.js';
-import { computeContentHash, computeRecordHash, type ChainFields } from '../src/api/audit/hash.js';
-import { AuditWriter, textArrayLiteral } from '../src/api/audit/writer.js';
-import { copyQuery, verifyAuditChain } from '../src/api/audit/verify.js';
-import { COPY_OUT_SETTINGS, openCopyOutConnection } from '../src/shared/db/copy-out.js';
+import { computeContentHash, computeRecordHash, type ChainFields } from '../src/core/audit/hash.js';
+import { AuditWriter, textArrayLiteral } from '../src/core/audit/writer.js';
+import { copyQuery, verifyAuditChain } from '../src/core/audit/verify.js';
+import { COPY_OUT_SETTINGS, openCopyOutConnection } from '../src/core/db/copy-out.js';
 import { memoryLogger } from '../src/shared/logger.js';
 
 const SCDS = ['scd:meta:ai-usage-policy', 'scd:meta:data-classification', 'scd:meta:glossary', 'scd:meta:review-policy', 'scd:project:auth-rules', 'scd:project:input-validation', 'scd:project:secrets-handling', 'scd:project:threat-model'];

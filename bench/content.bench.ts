@@ -20,18 +20,18 @@ import path from 'node:path';
 import postgres from 'postgres';
 import type { Bench } from './run.js';
 import { loadConfig } from '../src/shared/config.js';
-import { openDb, type Db } from '../src/shared/db/index.js';
-import { runMigrations } from '../src/shared/db/migrate.js';
+import { openDb, type Db } from '../src/core/db/index.js';
+import { runMigrations } from '../src/core/db/migrate.js';
 import { createAppContext, type AppContext } from '../src/shared/app-context.js';
 import { createMemoryBroker } from '../src/shared/broker.js';
 import { memoryLogger } from '../src/shared/logger.js';
-import { createBundle, type BundleCreate } from '../src/api/bundles/create-bundle.js';
-import { createDeployment } from '../src/api/deployments/deployment-service.js';
-import { loadAllHeads, resolveClosure, resolveInMemory } from '../src/api/graph/resolve.js';
-import { contentCache } from '../src/api/graph/materialization.js';
-import { buildSnapshot } from '../src/api/graph/build-snapshot.js';
-import { readContentVersion } from '../src/api/graph/content-version.js';
-import { selectContext } from '../src/api/graph/select.js';
+import { createBundle, type BundleCreate } from '../src/core/bundles/create-bundle.js';
+import { createDeployment } from '../src/core/deployments/deployment-service.js';
+import { loadAllHeads, resolveClosure, resolveInMemory } from '../src/core/graph/resolve.js';
+import { contentCache } from '../src/core/graph/materialization.js';
+import { buildSnapshot } from '../src/core/graph/build-snapshot.js';
+import { readContentVersion } from '../src/core/graph/content-version.js';
+import { selectContext } from '../src/core/graph/select.js';
 
 interface Shape {
   domains: number;

@@ -22,7 +22,7 @@ import { ContextService, RequestContextRequestSchema } from '../gen/proto/contex
 import { ADMIN_KEY, createTestDb, startTestStack, type TestDb } from '../test/harness.js';
 import { spawnApi } from '../test/audit/server-process.js';
 import { publishCorpus } from '../test/fixtures/corpus.js';
-import { verifyAuditChain } from '../src/api/audit/verify.js';
+import { verifyAuditChain } from '../src/core/audit/verify.js';
 import { systemClock } from '../src/shared/app-context.js';
 
 const CLIENTS = 64;

@@ -54,10 +54,10 @@ export default async function run(b: Bench): Promise<void> {
   if (b.real) process.env.SVC_TEST_REAL = '1';
   const { startTestStack, REAL, REAL_REDIS } = await import('../test/harness.js');
   const { licenseAuthority } = await import('../test/identity/fixtures.js');
-  const { verifyAgentKey } = await import('../src/api/keys/verify-key.js');
-  const { createAgent } = await import('../src/api/agents/create-agent.js');
-  const { keyCache } = await import('../src/api/keys/key-cache.js');
-  const { generateApiKey, hashKey, keyPrefix } = await import('../src/api/keys/key-material.js');
+  const { verifyAgentKey } = await import('../src/core/keys/verify-key.js');
+  const { createAgent } = await import('../src/core/agents/create-agent.js');
+  const { keyCache } = await import('../src/core/keys/key-cache.js');
+  const { generateApiKey, hashKey, keyPrefix } = await import('../src/core/keys/key-material.js');
 
   const N = REAL ? 10_000 : 1_000;
   /** How many of the N agents (and keys) go through HTTP for the throughput figures; the rest are loaded in bulk. */

@@ -6,7 +6,7 @@ import { ConfigError, loadConfig } from './shared/config.js';
 import { createLogger } from './shared/logger.js';
 import { createAppContext, StartupError } from './shared/app-context.js';
 import { LicenseError } from './shared/license.js';
-import { MigrationError } from './shared/db/migrate.js';
+import { MigrationError } from './core/db/migrate.js';
 import { SERVICE_NAMES, type ServiceName } from './shared/service.js';
 import { startStack } from './launcher.js';
 

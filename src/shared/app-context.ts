@@ -7,8 +7,8 @@
 import { createHash, randomUUID } from 'node:crypto';
 import path from 'node:path';
 import type { Config } from './config.js';
-import { openDb, type Db } from './db/index.js';
-import { runMigrations } from './db/migrate.js';
+import { openDb, type Db } from '../core/db/index.js';
+import { runMigrations } from '../core/db/migrate.js';
 import { createMemoryBroker, createRedisBroker, type Broker } from './broker.js';
 import type { Logger } from './logger.js';
 import { loadLicense, type LicenseClaims } from './license.js';

@@ -71,3 +71,12 @@ export class AppError extends Error {
 }
 
 export const isAppError = (e: unknown): e is AppError => e instanceof AppError;
+
+/** One contract violation of a request, as the spec's validation_error details list them. */
+export interface ValidationIssue {
+  /** JSON pointer into the request, prefixed with /body, /query, /path or /headers. */
+  path: string;
+  /** The JSON Schema keyword that failed (required, pattern, type, ...). */
+  rule: string;
+  message: string;
+}

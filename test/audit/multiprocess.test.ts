@@ -10,7 +10,7 @@ import { createTestDb, REAL, startTestStack, type TestDb, type TestStack } from 
 import { issueKey, makeAgent } from '../identity/fixtures.js';
 import { recomputeChain } from './recompute.js';
 import { loadContext, spawnApi, type ServerProcess } from './server-process.js';
-import { verifyAuditChain } from '../../src/api/audit/verify.js';
+import { verifyAuditChain } from '../../src/core/audit/verify.js';
 
 const PER_PROCESS = Number(process.env.AUDIT_MP_REQUESTS ?? 2500);
 

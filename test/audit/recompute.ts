@@ -3,7 +3,7 @@
  * written without the product's hash module: tests compare every stored hash with it.
  */
 import { createHash } from 'node:crypto';
-import type { Db } from '../../src/shared/db/index.js';
+import type { Db } from '../../src/core/db/index.js';
 
 const sha = (s: string) => createHash('sha256').update(Buffer.from(s, 'utf8')).digest('hex');
 

@@ -6,8 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestStack, type TestStack } from '../harness.js';
 import { corpusBundlePayload, publishCorpus, readYaml, CORPUS_DIR, type PublishedCorpus } from '../fixtures/corpus.js';
-import { selectContext } from '../../src/api/graph/select.js';
-import { getTagContext } from '../../src/api/tags/tag-context.js';
+import { selectContext } from '../../src/core/graph/select.js';
+import { getTagContext } from '../../src/core/tags/tag-context.js';
 
 let t: TestStack;
 let pub: PublishedCorpus;

@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAppContext, type AppContext } from '../../src/shared/app-context.js';
 import { createMemoryBroker } from '../../src/shared/broker.js';
 import { memoryLogger } from '../../src/shared/logger.js';
-import { contentCache } from '../../src/api/graph/materialization.js';
-import { scdContentJsonBytes, selectContext } from '../../src/api/graph/select.js';
+import { contentCache } from '../../src/core/graph/materialization.js';
+import { scdContentJsonBytes, selectContext } from '../../src/core/graph/select.js';
 import { startTestStack, type TestStack } from '../harness.js';
 import { bundle, concern, deploy, publish, scdDoc, uid } from './factories.js';
 

@@ -5,8 +5,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { TAG_UPDATES_CHANNEL } from '../../src/shared/broker.js';
-import { getTagContext } from '../../src/api/tags/tag-context.js';
-import { createDeployment } from '../../src/api/deployments/deployment-service.js';
+import { getTagContext } from '../../src/core/tags/tag-context.js';
+import { createDeployment } from '../../src/core/deployments/deployment-service.js';
 import { createAppContext } from '../../src/shared/app-context.js';
 import { createMemoryBroker } from '../../src/shared/broker.js';
 import { memoryLogger } from '../../src/shared/logger.js';

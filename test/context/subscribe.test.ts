@@ -10,7 +10,7 @@ import { SignJWT } from 'jose';
 import { startTestStack, JWT_SECRET, type TestStack } from '../harness.js';
 import { createClient } from '@connectrpc/connect';
 import { createConnectTransport, createGrpcWebTransport, createGrpcTransport } from '@connectrpc/connect-node';
-import { signWebhookToken } from '../../src/context/webhook/jwt.js';
+import { signWebhookToken } from '../../src/core/tokens/jwt.js';
 import { fanout } from '../../src/context/fanout/index.js';
 import { ContextMessageType, ContextService, type ContextMessage } from '../../gen/proto/context_pb.js';
 import { agentWithKey, grpcClient, HEARTBEAT, moveTag, SNAPSHOT, sleep, Stream, taggedBundle, UPDATE } from './fixtures.js';

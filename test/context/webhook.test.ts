@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SignJWT, decodeJwt, decodeProtectedHeader } from 'jose';
 import { startTestStack, JWT_SECRET, type TestStack } from '../harness.js';
 import { TAG_UPDATES_CHANNEL } from '../../src/shared/broker.js';
-import { signSubscribeToken, signWebhookToken } from '../../src/context/webhook/jwt.js';
+import { signSubscribeToken, signWebhookToken } from '../../src/core/tokens/jwt.js';
 import { postTagUpdate } from '../../src/context/webhook/tag-update.js';
 import { issueKey, makeAgent } from '../identity/fixtures.js';
 import { agentWithKey, grpcClient, SNAPSHOT, sleep, Stream, taggedBundle, UPDATE } from './fixtures.js';

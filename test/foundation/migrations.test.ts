@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDb } from '../../src/shared/db/index.js';
-import { MIGRATIONS_DIR, MigrationError, readMigrations, runMigrations } from '../../src/shared/db/migrate.js';
+import { openDb } from '../../src/core/db/index.js';
+import { MIGRATIONS_DIR, MigrationError, readMigrations, runMigrations } from '../../src/core/db/migrate.js';
 import { createTestDb, REAL, type TestDb } from '../harness.js';
 
 describe('migration runner', () => {

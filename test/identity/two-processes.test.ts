@@ -6,8 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REAL_REDIS, startTestStack, type TestStack } from '../harness.js';
 import { issueKey, makeAgent } from './fixtures.js';
-import { verifyAgentKey } from '../../src/api/keys/verify-key.js';
-import { keyCache } from '../../src/api/keys/key-cache.js';
+import { verifyAgentKey } from '../../src/core/keys/verify-key.js';
+import { keyCache } from '../../src/core/keys/key-cache.js';
 
 describe.skipIf(!REAL_REDIS)('two processes over Redis', () => {
   let p1: TestStack;

@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { Beacon, NO_ENDPOINT_MESSAGE } from '../../src/telemetry/beacon/beacon.js';
 import { canonicalJson, readCounts } from '../../src/telemetry/beacon/payload.js';
 import * as store from '../../src/telemetry/beacon/store.js';
-import { openDb, type Db } from '../../src/shared/db/index.js';
+import { openDb, type Db } from '../../src/core/db/index.js';
 import type { AppContext } from '../../src/shared/app-context.js';
 import { createTestDb, REAL, type TestDb } from '../harness.js';
 import { insertAgent, insertBundle, insertContextRequest, makeCtx, settableClock } from './fixtures.js';

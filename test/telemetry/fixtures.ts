@@ -5,7 +5,7 @@ import { loadConfig } from '../../src/shared/config.js';
 import { createAppContext, type AppContext, type Clock } from '../../src/shared/app-context.js';
 import { createMemoryBroker } from '../../src/shared/broker.js';
 import { memoryLogger } from '../../src/shared/logger.js';
-import type { Db } from '../../src/shared/db/index.js';
+import type { Db } from '../../src/core/db/index.js';
 import { testEnv } from '../harness.js';
 
 export interface SettableClock extends Clock {

@@ -1,8 +1,8 @@
 /** Agent registry routes (spec 4.2): thin adapters from the contract to the verbs. */
 import type { RouteModule } from '../../shared/service.js';
-import { createAgent } from './create-agent.js';
-import { getAgent, listAgents } from './read-agents.js';
-import { revokeAgent, setAgentPolicy, updateAgent } from './update-agent.js';
+import { createAgent } from '../../core/agents/create-agent.js';
+import { getAgent, listAgents } from '../../core/agents/read-agents.js';
+import { revokeAgent, setAgentPolicy, updateAgent } from '../../core/agents/update-agent.js';
 
 export const routes: RouteModule = {
   handlers: {

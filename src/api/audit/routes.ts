@@ -7,11 +7,11 @@ import type { AppContext } from '../../shared/app-context.js';
 import { AppError } from '../../shared/errors.js';
 import { errorResult, type RequestInfo } from '../../shared/http/openapi-app.js';
 import type { RouteModule } from '../../shared/service.js';
-import { verifyAgentKey } from '../keys/verify-key.js';
-import { verifyAuditChain } from './verify.js';
-import { getAuditChain, listAuditRequests } from './read.js';
+import { verifyAgentKey } from '../../core/keys/verify-key.js';
+import { verifyAuditChain } from '../../core/audit/verify.js';
+import { getAuditChain, listAuditRequests } from '../../core/audit/read.js';
 import { auditStreams, openAuditStream } from './stream.js';
-import { getAgentOutput, logAgentOutput } from './output.js';
+import { getAgentOutput, logAgentOutput } from '../../core/audit/output.js';
 
 /** The calling agent, or an AppError('auth_failed') saying why not. */
 async function callingAgent(req: RequestInfo, ctx: AppContext): Promise<string> {

@@ -9,8 +9,8 @@
  * other processes' commits, and sends `: keep-alive` after 15 s of silence.
  */
 import type { AppContext } from '../../shared/app-context.js';
-import { auditWriter } from './writer.js';
-import { lastSequence, readAuditAfter } from './read.js';
+import { auditWriter } from '../../core/audit/writer.js';
+import { lastSequence, readAuditAfter } from '../../core/audit/read.js';
 
 export const KEEPALIVE_MS = 15_000;
 const POLL_MS = 1_000;

@@ -2,10 +2,10 @@
 import type { AppContext } from '../../shared/app-context.js';
 import { errorResult, type RequestInfo, type ValidationIssue } from '../../shared/http/openapi-app.js';
 import type { RouteModule } from '../../shared/service.js';
-import { createBundle, type BundleCreate } from './create-bundle.js';
-import { deactivateBundleVersion, getBundleVersion, listBundles } from './bundle-queries.js';
-import { bundleValidationError, checkBundleInput, type Issue } from './validate-bundle.js';
-import { findNul } from '../graph/input-text.js';
+import { createBundle, type BundleCreate } from '../../core/bundles/create-bundle.js';
+import { deactivateBundleVersion, getBundleVersion, listBundles } from '../../core/bundles/bundle-queries.js';
+import { bundleValidationError, checkBundleInput, type Issue } from '../../core/bundles/validate-bundle.js';
+import { findNul } from '../../core/graph/input-text.js';
 
 /** The value at `/body/...` when it is a string: the offending reference of a pattern failure. */
 function valueAt(body: unknown, path: string): string | undefined {

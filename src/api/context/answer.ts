@@ -4,8 +4,8 @@
  */
 import type { AppContext } from '../../shared/app-context.js';
 import type { ValidationIssue } from '../../shared/http/openapi-app.js';
-import { scdContentJsonBytes, type SelectedContext } from '../graph/select.js';
-import { requestContext, type ContextErrorCode, type ContextOutcome } from './request-context.js';
+import { scdContentJsonBytes, type SelectedContext } from '../../core/graph/select.js';
+import { requestContext, type ContextErrorCode, type ContextOutcome } from '../../core/context/request-context.js';
 
 const STATUS: Record<ContextErrorCode, number> = { AUTH_FAILED: 401, INTENT_NOT_ALLOWED: 403, VALIDATION_ERROR: 400, INTERNAL_ERROR: 500 };
 

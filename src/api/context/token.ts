@@ -7,8 +7,8 @@
 import type { AppContext } from '../../shared/app-context.js';
 import { AppError } from '../../shared/errors.js';
 import { errorResult, type OperationHandler } from '../../shared/http/openapi-app.js';
-import { verifyAgentKey } from '../keys/verify-key.js';
-import { signSubscribeToken } from '../../context/webhook/jwt.js';
+import { verifyAgentKey } from '../../core/keys/verify-key.js';
+import { signSubscribeToken } from '../../core/tokens/jwt.js';
 
 export const DEFAULT_TOKEN_TTL_S = 900;
 

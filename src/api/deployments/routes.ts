@@ -1,7 +1,7 @@
 /** Deployment routes (spec 4.4): deploy, read one, list. */
 import type { RouteModule } from '../../shared/service.js';
-import { refuseNul } from '../graph/input-text.js';
-import { createDeployment, getDeployment, listDeployments } from './deployment-service.js';
+import { refuseNul } from '../../core/graph/input-text.js';
+import { createDeployment, getDeployment, listDeployments } from '../../core/deployments/deployment-service.js';
 
 export const routes: RouteModule = {
   handlers: {

@@ -1,8 +1,8 @@
 /** Agent API key routes (spec 4.2, 3.2) and the expiry job started with the API. */
 import { AppError } from '../../shared/errors.js';
 import type { RouteModule } from '../../shared/service.js';
-import { startExpiryJob } from './expiry-job.js';
-import { issueApiKey, listApiKeys, revokeApiKey } from './manage-keys.js';
+import { startExpiryJob } from '../../core/keys/expiry-job.js';
+import { issueApiKey, listApiKeys, revokeApiKey } from '../../core/keys/manage-keys.js';
 
 /** `revoked_by` comes as the query parameter or the JSON body; both given must agree. */
 function revokedBy(query: Record<string, unknown>, body: unknown): string {

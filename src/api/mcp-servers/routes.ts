@@ -1,6 +1,6 @@
 /** MCP server registry routes (spec 4.3). */
 import type { RouteModule } from '../../shared/service.js';
-import { createMcpServer, deleteMcpServer, getMcpServer, listMcpServers, updateMcpServer } from './service.js';
+import { createMcpServer, deleteMcpServer, getMcpServer, listMcpServers, updateMcpServer } from '../../core/mcp-servers/service.js';
 
 export const routes: RouteModule = {
   handlers: {

@@ -1,7 +1,7 @@
 /** Tag routes (spec 4.4): create, list, read, move. */
 import type { RouteModule } from '../../shared/service.js';
-import { refuseNul } from '../graph/input-text.js';
-import { createTag, getTag, listTags, moveTag } from './tag-service.js';
+import { refuseNul } from '../../core/graph/input-text.js';
+import { createTag, getTag, listTags, moveTag } from '../../core/tags/tag-service.js';
 
 export const routes: RouteModule = {
   handlers: {

@@ -6,8 +6,8 @@
  */
 import { Code, ConnectError } from '@connectrpc/connect';
 import type { AppContext } from '../../shared/app-context.js';
-import { KEY_REASONS, verifyAgentKey } from '../../api/keys/verify-key.js';
-import { looksLikeJwt, verifySubscribeToken } from '../webhook/jwt.js';
+import { KEY_REASONS, verifyAgentKey } from '../../core/keys/verify-key.js';
+import { looksLikeJwt, verifySubscribeToken } from '../../core/tokens/jwt.js';
 import type { Subscriber } from './subscriber.js';
 
 export interface SubscribeAuth {

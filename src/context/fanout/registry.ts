@@ -19,7 +19,7 @@
 import { Code, ConnectError } from '@connectrpc/connect';
 import type { AppContext } from '../../shared/app-context.js';
 import { TAG_UPDATES_CHANNEL } from '../../shared/broker.js';
-import { KEY_INVALIDATION_CHANNEL, type KeyInvalidation } from '../../api/keys/key-cache.js';
+import { KEY_INVALIDATION_CHANNEL, type KeyInvalidation } from '../../core/keys/key-cache.js';
 import { readTagKeys, readTagState, type TagState } from './tag-state.js';
 import { StreamRecords } from './records.js';
 import { Subscriber } from './subscriber.js';

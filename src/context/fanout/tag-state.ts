@@ -10,7 +10,7 @@
 import { create, toBinary, type UnknownField } from '@bufbuild/protobuf';
 import { BinaryReader } from '@bufbuild/protobuf/wire';
 import type { AppContext } from '../../shared/app-context.js';
-import { loadTagContext, type TagContext } from '../../api/tags/tag-context.js';
+import { loadTagContext, type TagContext } from '../../core/tags/tag-context.js';
 import { ContextMessageSchema } from '../../../gen/proto/context_pb.js';
 
 export interface TagState {

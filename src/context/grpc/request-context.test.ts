@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { fromBinary, toBinary } from '@bufbuild/protobuf';
 import { RequestContextResponseSchema } from '../../../gen/proto/context_pb.js';
-import type { ContextOutcome } from '../../api/context/request-context.js';
+import type { ContextOutcome } from '../../core/context/request-context.js';
 import { responseMessage, responseParts } from './request-context.js';
 
 const selected = Object.freeze({

@@ -12,8 +12,8 @@ import { Code, ConnectError, type ServiceImpl } from '@connectrpc/connect';
 import type { AppContext } from '../../shared/app-context.js';
 import type { ValidationIssue } from '../../shared/http/openapi-app.js';
 import { RequestContextResponseSchema, type ContextService, type RequestContextRequest, type RequestContextResponse } from '../../../gen/proto/context_pb.js';
-import { requestContext, type ContextOutcome } from '../../api/context/request-context.js';
-import type { SelectedContext } from '../../api/graph/select.js';
+import { requestContext, type ContextOutcome } from '../../core/context/request-context.js';
+import type { SelectedContext } from '../../core/graph/select.js';
 
 /** Field numbers of RequestContextResponse (spec/context.proto). */
 const SCD_IDS = 6;

@@ -8,7 +8,7 @@ import type { AppContext } from '../../shared/app-context.js';
 import { AppError } from '../../shared/errors.js';
 import { errorResult, type HandlerResult, type RequestInfo, type ValidationIssue } from '../../shared/http/openapi-app.js';
 import type { RouteModule } from '../../shared/service.js';
-import { verifyWebhookToken } from './jwt.js';
+import { verifyWebhookToken } from '../../core/tokens/jwt.js';
 import { acceptTagUpdate, type TagUpdate } from './tag-update.js';
 
 const CHALLENGE = { 'www-authenticate': 'Bearer' };

@@ -1,7 +1,7 @@
 /** Rules engine routes (spec 4.6, port 8001). */
 import type { RouteModule } from '../../shared/service.js';
-import { refuseNul } from '../../api/graph/input-text.js';
-import { createRule, createRuleSchema, createRuleSet, getRuleSchema, listRules, listRuleSets } from './rule-service.js';
+import { refuseNul } from '../../core/graph/input-text.js';
+import { createRule, createRuleSchema, createRuleSet, getRuleSchema, listRules, listRuleSets } from '../../core/rules/rule-service.js';
 
 export const routes: RouteModule = {
   handlers: {

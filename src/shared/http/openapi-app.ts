@@ -15,7 +15,8 @@ import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { OpenAPIBackend, type Context as OaContext } from 'openapi-backend';
 import addFormats from 'ajv-formats';
-import { AppError } from '../errors.js';
+import { AppError, type ValidationIssue } from '../errors.js';
+export type { ValidationIssue } from '../errors.js';
 import type { Logger } from '../logger.js';
 
 export const BODY_LIMIT_BYTES = 16 * 1024 * 1024;
@@ -68,13 +69,6 @@ export function errorResult(err: AppError, extraHeaders?: Record<string, string>
   return { status: err.status, body: err.toBody(), headers: extraHeaders };
 }
 
-export interface ValidationIssue {
-  /** JSON pointer into the request, prefixed with /body, /query, /path or /headers. */
-  path: string;
-  /** The JSON Schema keyword that failed (required, pattern, type, ...). */
-  rule: string;
-  message: string;
-}
 
 function formatValidationErrors(errors: any[] | null | undefined): ValidationIssue[] {
   return (errors ?? []).slice(0, 50).map((e) => {

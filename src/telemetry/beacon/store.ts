@@ -3,7 +3,7 @@
  * by its send attempts. Updates made while sending are guarded by the delivery lease
  * (`claimed_by`), so a process that lost its lease never overwrites another's progress.
  */
-import type { Db } from '../../shared/db/index.js';
+import type { Db } from '../../core/db/index.js';
 import type { components } from '../../../gen/openapi/telemetry.js';
 import { pickPayload, type BeaconPayload, type ReportCounts } from './payload.js';
 

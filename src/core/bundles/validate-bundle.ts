@@ -9,7 +9,7 @@
  * a malformed corpus file gets every problem reported at once, each naming its reference.
  */
 import YAML from 'yaml';
-import type { Db } from '../../shared/db/index.js';
+import type { Db } from '../db/index.js';
 import { AppError } from '../../shared/errors.js';
 import { checkBundle, checkScd, type BundleType, type Finding } from '../../shared/scs/index.js';
 import { loadHeads, resolveImport, type BundleHead } from '../graph/resolve.js';

@@ -10,7 +10,7 @@
 import type { PGlite } from '@electric-sql/pglite';
 import postgres from 'postgres';
 import fs from 'node:fs';
-import { AppError } from '../errors.js';
+import { AppError } from '../../shared/errors.js';
 import type { CopyOutOptions } from './copy-out.js';
 
 export type Row = Record<string, any>;

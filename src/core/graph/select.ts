@@ -9,7 +9,7 @@
  * cached per (role, overrides, restrictions) for the life of the snapshot.
  */
 import type { AppContext } from '../../shared/app-context.js';
-import type { Db } from '../../shared/db/index.js';
+import type { Db } from '../db/index.js';
 import { contentCache, MAX_CACHE_ENTRIES, snapshotCache, type Snapshot, type Universe } from './materialization.js';
 import { jsonMember } from './build-snapshot.js';
 

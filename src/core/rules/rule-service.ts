@@ -8,7 +8,7 @@
  */
 import type { ValidateFunction } from 'ajv';
 import type { AppContext } from '../../shared/app-context.js';
-import type { Db } from '../../shared/db/index.js';
+import type { Db } from '../db/index.js';
 import { AppError } from '../../shared/errors.js';
 import type { components } from '../../../gen/openapi/rules.js';
 import { compileRuleSchema, SchemaCompileError, violations } from './json-schema.js';

@@ -5,7 +5,7 @@
  * tag move bumps it in the same transaction and announces it before the tag-update message.
  */
 import type { AppContext } from '../../shared/app-context.js';
-import type { Db } from '../../shared/db/index.js';
+import type { Db } from '../db/index.js';
 import { contentCache, snapshotCache } from '../graph/materialization.js';
 
 export interface TagContext {

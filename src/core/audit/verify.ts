@@ -23,7 +23,7 @@ import { genesisHash } from '../../shared/app-context.js';
 import { LEGACY_SENTINEL } from './hash.js';
 import { CopyBinaryReader, forEachCopyBinaryRow, int64, type RowHandler } from './copy-binary.js';
 import { ByteChainChecker, CHECK_COLUMNS, N_CHECK_COLUMNS, type Failure } from './chain-check.js';
-import { openCopyOutConnection, type CopyOutOptions } from '../../shared/db/copy-out.js';
+import { openCopyOutConnection, type CopyOutOptions } from '../db/copy-out.js';
 
 export interface AuditVerifyResult {
   status: 'ok' | 'tampered';

@@ -4,7 +4,7 @@
  * `agent-registry`), kept in the same transaction as the row.
  */
 import type { components } from '../../../gen/openapi/control-plane.js';
-import type { Db } from '../../shared/db/index.js';
+import type { Db } from '../db/index.js';
 import { AppError } from '../../shared/errors.js';
 import { intentsFromStore } from '../keys/verify-key.js';
 

@@ -6,8 +6,8 @@
  * memory; when the deployed set did not change, the previous universe (and its per-role
  * cache) is kept as it is.
  */
-import type { Db } from '../../shared/db/index.js';
-import type { ScdEntry, Snapshot, Universe } from './materialization.js';
+import type { Db } from '../db/index.js';
+import type { ScdEntry, Snapshot, Universe } from './snapshot.js';
 
 /** What one deployed bundle version contributes (immutable). */
 export interface BundleContent {

@@ -7,7 +7,7 @@
  * down) cannot keep a stale materialization in service for longer than that.
  */
 import type { AppContext } from '../../shared/app-context.js';
-import type { Db } from '../../shared/db/index.js';
+import type { Db } from '../db/index.js';
 
 export const CONTENT_CHANGES_CHANNEL = 'svc:content-changes';
 

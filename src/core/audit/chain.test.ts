@@ -9,7 +9,7 @@ import { createTestDb, REAL, type TestDb } from '../../../test/harness.js';
 import { recomputeChain } from '../../../test/audit/recompute.js';
 import { ensureGenesis, systemClock, type AppContext } from '../../shared/app-context.js';
 import { memoryLogger } from '../../shared/logger.js';
-import type { Db } from '../../shared/db/index.js';
+import type { Db } from '../db/index.js';
 import { AuditWriter, type AuditEntry } from './writer.js';
 import { verifyAuditChain } from './verify.js';
 import { canonicalJson, computeContentHash, computeRecordHash, netstring, storableText } from './hash.js';

@@ -9,7 +9,7 @@
 import YAML from 'yaml';
 import type { AppContext } from '../../shared/app-context.js';
 import { TAG_UPDATES_CHANNEL } from '../../shared/broker.js';
-import type { Db } from '../../shared/db/index.js';
+import type { Db } from '../db/index.js';
 import { AppError } from '../../shared/errors.js';
 import type { components } from '../../../gen/openapi/control-plane.js';
 import { announceContentChange, bumpVersions } from '../graph/content-version.js';

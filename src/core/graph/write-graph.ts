@@ -9,7 +9,7 @@
  * Every edge carries `source` = the bundle version, so selection only follows the edges of
  * deployed versions and a replaced DRAFT's edges can be removed exactly.
  */
-import type { Db } from '../../shared/db/index.js';
+import type { Db } from '../db/index.js';
 import { SCD_ID_RE, scdTier } from './refs.js';
 
 export interface GraphInput {

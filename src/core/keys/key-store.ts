@@ -1,6 +1,6 @@
 /** Key rows and their listed form (never the hash, never the plaintext). */
 import type { components } from '../../../gen/openapi/control-plane.js';
-import type { Db } from '../../shared/db/index.js';
+import type { Db } from '../db/index.js';
 
 export type ApiKey = components['schemas']['ApiKey'];
 

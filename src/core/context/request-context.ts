@@ -15,7 +15,7 @@
  * - a refusal says why without revealing anything about other agents.
  */
 import type { AppContext } from '../../shared/app-context.js';
-import type { ValidationIssue } from '../../shared/http/openapi-app.js';
+import type { ValidationIssue } from '../../shared/errors.js';
 import { verifyAgentKey } from '../keys/verify-key.js';
 import { selectContext, type SelectedContext } from '../graph/select.js';
 import { appendAudit, type AuditEntry } from '../audit/writer.js';

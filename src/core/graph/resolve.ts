@@ -9,7 +9,7 @@
  * `loadHeads`/`resolveImport`.
  */
 import type { AppContext } from '../../shared/app-context.js';
-import type { Db } from '../../shared/db/index.js';
+import type { Db } from '../db/index.js';
 import { AppError } from '../../shared/errors.js';
 import { compareSemver, parseRef, pinned, type BundleType } from './refs.js';
 

@@ -5,7 +5,7 @@ import { graphEdges } from './write-graph.js';
 import { findNul } from './input-text.js';
 import { jsonMember } from './build-snapshot.js';
 import { scdContentJsonBytes, type SelectedContext } from './select.js';
-import { edgeFor } from '../../rules/rules/rule-service.js';
+import { edgeFor } from '../rules/rule-service.js';
 
 describe('references', () => {
   it('parses pinned and unpinned references, refuses the rest', () => {
