@@ -19,6 +19,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import semver from 'semver';
 import { startTestStack, type TestStack } from '../test/harness.js';
 import { corpusBundlePayload, publishCorpus } from '../test/fixtures/corpus.js';
 
@@ -223,8 +224,8 @@ export default async function subscribeBench(b: Bench): Promise<void> {
     const corpus = await publishCorpus(t.call.bind(t) as any, { workload: 'W1' });
     // A second version of the project bundle (same imports) to move the tag between.
     const v1 = corpus.project.version;
-    const [maj, min, pat] = v1.split('.').map(Number) as [number, number, number];
-    const v2 = `${maj}.${min}.${pat + 1}`;
+    const v2 = semver.inc(v1, 'patch');
+    if (!v2) throw new Error(`the corpus project version ${v1} is not a semantic version`);
     // publishCorpus publishes meta first and the domain just before the project.
     const meta = corpus.bundles[0]!;
     const domain = corpus.bundles[corpus.bundles.length - 2]!;

@@ -16,11 +16,10 @@ import { rawOption } from '../lib/argv.js';
 import { display, loadFile, toYaml } from '../lib/documents.js';
 import { CliError, EXIT, usageError } from '../lib/errors.js';
 import { err, json, out } from '../lib/io.js';
-import { compareSemver, loadProjectSet, projectRootFor } from '../lib/project-set.js';
+import { loadProjectSet, projectRootFor } from '../lib/project-set.js';
+import { compareSemver, isReleaseVersion, MAX_VERSION_PART_DIGITS } from '../../src/shared/semver.js';
 import { authorOf } from './new.js';
 import { formatFinding } from './validate.js';
-
-const SEMVER = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$/;
 
 export function registerBundleVersion(cli: CAC): void {
   cli
@@ -34,7 +33,7 @@ export function registerBundleVersion(cli: CAC): void {
     .action((path: string, opts: { version?: unknown; rationale?: string; author?: string; project?: string; output: string }) => {
       const version = rawOption('version') ?? (opts.version === undefined ? undefined : String(opts.version));
       if (!version) throw usageError('--version <semver> is required (for example --version 1.0.0)');
-      if (!SEMVER.test(version)) throw usageError(`--version '${version}' is not a semantic version MAJOR.MINOR.PATCH (for example 1.0.0; no 'v', no pre-release)`);
+      if (!isReleaseVersion(version)) throw usageError(`--version '${version}' is not a semantic version MAJOR.MINOR.PATCH (for example 1.0.0; no 'v', no pre-release, at most ${MAX_VERSION_PART_DIGITS} digits a part)`);
       if (opts.output !== 'text' && opts.output !== 'json') throw usageError(`--output must be text or json, not '${opts.output}'`);
 
       const source = loadFile(String(path));
@@ -92,7 +91,7 @@ export function lock(doc: Record<string, unknown>, version: string, others: Arra
     if (!p || p.version) return ref;
     const versions = others
       .map((o) => o.doc as Record<string, unknown>)
-      .filter((d) => d && d.id === p.id && typeof d.version === 'string' && SEMVER.test(d.version))
+      .filter((d) => d && d.id === p.id && typeof d.version === 'string' && isReleaseVersion(d.version))
       .map((d) => String(d.version))
       .sort(compareSemver);
     if (versions.length === 0) return ref;

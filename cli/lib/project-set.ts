@@ -37,10 +37,3 @@ export function loadProjectSet(root: string): ProjectSet {
   return { root, files: files.filter((f) => ['scd', 'bundle'].includes(classifyDocument(f.doc))), scds, bundles };
 }
 
-/** Compares two X.Y.Z versions numerically. */
-export function compareSemver(a: string, b: string): number {
-  const pa = a.split('.').map(Number);
-  const pb = b.split('.').map(Number);
-  for (let i = 0; i < 3; i++) if (pa[i] !== pb[i]) return pa[i] - pb[i];
-  return 0;
-}

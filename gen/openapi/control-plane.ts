@@ -820,10 +820,14 @@ export interface components {
          * @example bundle:security:0.1.0
          */
         PinnedBundleRef: string;
-        /** @example 1.0.0 */
+        /**
+         * @description Semantic version `MAJOR.MINOR.PATCH` (no pre-release or build metadata), each part
+         *     at most 15 digits so that every version orders exactly (semantic-version precedence).
+         * @example 1.0.0
+         */
         Semver: string;
         /**
-         * @description Semver `MAJOR.MINOR.PATCH`, or `DRAFT` for the unlocked version.
+         * @description Semver `MAJOR.MINOR.PATCH` (each part at most 15 digits, as `Semver`), or `DRAFT` for the unlocked version.
          * @example 0.1.0
          */
         BundleVersionString: string;

@@ -170,7 +170,10 @@ export interface components {
             } | null;
         };
         RuleIdentifier: string;
-        /** @description Semantic version MAJOR.MINOR.PATCH. */
+        /**
+         * @description Semantic version MAJOR.MINOR.PATCH (no pre-release or build metadata), each part at
+         *     most 15 digits; versions are ordered by semantic-version precedence (numeric parts).
+         */
         SemVer: string;
         /**
          * @description Operational edge mapping. Each rule whose `rule_data` has both fields produces

@@ -99,8 +99,9 @@ describe('svc bundle create and svc bundle version', () => {
 
   it('bundle version refuses a bad semver (3), an existing version (1), an invalid bundle (1), a non-bundle (1), an unreadable file (4)', async () => {
     writeFileSync(join(root(), 'concerns', 'broken.yaml'), `id: bundle:${P}.broken\ntype: concern\nversion: DRAFT\ntitle: B\ndescription: b\nimports: []\nscds: [${scd('missing')}]\nprovenance: {created_by: me, created_at: "2026-01-01T00:00:00Z"}\n`);
-    const [semver, vprefix, none, again, sameAsSource, invalid, notBundle, unreadable] = await Promise.all([
+    const [semver, huge, vprefix, none, again, sameAsSource, invalid, notBundle, unreadable] = await Promise.all([
       s.run(['bundle', 'version', `concerns/${P}.commerce.yaml`, '--version', '1.0'], { cwd: root() }),
+      s.run(['bundle', 'version', `concerns/${P}.commerce.yaml`, '--version', '99999999999999999999.0.0'], { cwd: root() }),
       s.run(['bundle', 'version', `concerns/${P}.commerce.yaml`, '--version', 'v1.0.0'], { cwd: root() }),
       s.run(['bundle', 'version', `concerns/${P}.commerce.yaml`], { cwd: root() }),
       s.run(['bundle', 'version', `concerns/${P}.commerce.yaml`, '--version', '1.0.0'], { cwd: root() }),
@@ -111,6 +112,8 @@ describe('svc bundle create and svc bundle version', () => {
     ]);
     expect(semver.code).toBe(3);
     expect(semver.stderr).toContain("--version '1.0' is not a semantic version MAJOR.MINOR.PATCH");
+    expect(huge.code).toBe(3);
+    expect(huge.stderr).toContain('at most 15 digits a part');
     expect(vprefix.code).toBe(3);
     expect(none.code).toBe(3);
     expect(none.stderr).toContain('--version <semver> is required');

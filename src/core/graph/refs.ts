@@ -13,16 +13,8 @@ export const SCD_ID_RE = /^scd:[A-Za-z0-9_-]+:[A-Za-z0-9._-]+$/;
 /** `bundle:<name>:<version>`: how a resolved bundle version is named everywhere. */
 export const pinned = (id: string, version: string): string => `${id}:${version}`;
 
-/** Semantic-version comparison (numeric parts), so that 1.10.0 sorts after 1.2.0. */
-export function compareSemver(a: string, b: string): number {
-  const pa = a.split('.').map(Number);
-  const pb = b.split('.').map(Number);
-  for (let i = 0; i < 3; i++) {
-    const d = (pa[i] ?? 0) - (pb[i] ?? 0);
-    if (d !== 0) return d < 0 ? -1 : 1;
-  }
-  return 0;
-}
+/** Semantic-version precedence (the `semver` package), so that 1.10.0 sorts after 1.2.0. */
+export { compareSemver } from '../../shared/semver.js';
 
 /** `scd:<tier>:<name>` → tier. */
 export const scdTier = (scdId: string): string => scdId.split(':')[1] ?? '';

@@ -12,6 +12,7 @@ import type { AppContext } from '../../shared/app-context.js';
 import type { Db } from '../db/index.js';
 import { AppError } from '../../shared/errors.js';
 import { compareSemver, parseRef, pinned, type BundleType } from './refs.js';
+import { isReleaseVersion, RELEASE_VERSION_PATTERN, semverSortKey } from '../../shared/semver.js';
 
 export interface BundleHead {
   id: string;
@@ -61,11 +62,15 @@ export async function loadHeads(db: Db, ids: string[]): Promise<Map<string, Bund
   return out;
 }
 
-/** The highest active semver version among `versions`, or null. */
+/**
+ * The highest active semver version among `versions`, or null. Never a DRAFT, nor a version
+ * stored before the contract bounded its parts to 15 digits (which `semver` cannot read):
+ * RESOLVE_IMPORT skips the same ones, so both walks pick alike.
+ */
 export function highestActive(versions: BundleHead[]): BundleHead | null {
   let best: BundleHead | null = null;
   for (const v of versions) {
-    if (!v.isActive || v.version === 'DRAFT') continue;
+    if (!v.isActive || !isReleaseVersion(v.version)) continue;
     if (!best || compareSemver(v.version, best.version) > 0) best = v;
   }
   return best;
@@ -87,15 +92,16 @@ export function resolveImport(ref: string, versions: BundleHead[] | undefined): 
 
 /**
  * One import resolved in SQL: a pinned reference to exactly that version (active or not:
- * the caller decides), an unpinned one to the highest active semver version.
+ * the caller decides), an unpinned one to the highest active semver version (as
+ * highestActive: release versions only, ordered by numeric parts).
  */
 const RESOLVE_IMPORT = String.raw`
   SELECT x.bundle_id, x.version, x.is_active FROM bundles x
    WHERE x.bundle_id = substring(imp.ref from '^(bundle:[A-Za-z0-9._-]+)')
      AND CASE WHEN imp.ref ~ ':[0-9]+\.[0-9]+\.[0-9]+$'
               THEN x.version = substring(imp.ref from ':([0-9]+\.[0-9]+\.[0-9]+)$')
-              ELSE x.is_active AND x.version <> 'DRAFT' END
-   ORDER BY CASE WHEN x.version = 'DRAFT' THEN NULL ELSE string_to_array(x.version, '.')::int[] END DESC NULLS LAST
+              ELSE x.is_active AND x.version ~ '${RELEASE_VERSION_PATTERN}' END
+   ORDER BY CASE WHEN x.version = 'DRAFT' THEN NULL ELSE ${semverSortKey('x.version')} END DESC NULLS LAST
    LIMIT 1`;
 
 /**

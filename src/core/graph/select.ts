@@ -12,6 +12,7 @@ import type { AppContext } from '../../shared/app-context.js';
 import type { Db } from '../db/index.js';
 import { contentCache, MAX_CACHE_ENTRIES, snapshotCache, type Snapshot, type Universe } from './materialization.js';
 import { jsonMember } from './build-snapshot.js';
+import { semverSortKey } from '../../shared/semver.js';
 
 export interface SelectedContext {
   /** `bundle:<name>:<version>` of the bundles whose SCDs were selected, deterministic order. */
@@ -78,7 +79,7 @@ async function loadExtras(db: Db, snap: Snapshot, ids: string[]): Promise<Map<st
       `SELECT DISTINCT ON (s.scd_id) s.scd_id, s.bundle_id, s.bundle_version, s.content_yaml
          FROM bundle_scds s JOIN bundles b ON b.bundle_id = s.bundle_id AND b.version = s.bundle_version
         WHERE s.scd_id = ANY($1::text[]) AND b.is_active AND b.version <> 'DRAFT'
-        ORDER BY s.scd_id, b.published_at DESC, string_to_array(b.version, '.')::int[] DESC, b.bundle_id`,
+        ORDER BY s.scd_id, b.published_at DESC, ${semverSortKey('b.version')} DESC, b.bundle_id`,
       [missing],
     );
     for (const id of missing) cache.set(id, null);

@@ -11,6 +11,7 @@ import type { AppContext } from '../../shared/app-context.js';
 import type { Db } from '../db/index.js';
 import { AppError } from '../../shared/errors.js';
 import type { components } from '../../../gen/openapi/rules.js';
+import { semverSortKey } from '../../shared/semver.js';
 import { compileRuleSchema, SchemaCompileError, violations } from './json-schema.js';
 
 type S = components['schemas'];
@@ -79,14 +80,14 @@ export async function createRuleSet(ctx: AppContext, input: S['CreateRuleSetRequ
   });
 }
 
-/** Semantic-version order in SQL (versions are stored only in the X.Y.Z shape). */
-const SEMVER_ORDER = `string_to_array(version, '.')::int[]`;
+/** Semantic-version order in SQL (versions are stored only in the X.Y.Z shape; numeric parts, exact at any length). */
+const SEMVER_ORDER = semverSortKey('s.version');
 
 export async function listRuleSets(ctx: AppContext): Promise<S['RuleSetList']> {
   const rows = await ctx.db.query<SetRow & { rule_count: number }>(
     `SELECT s.id, s.version, s.schema_id, s.created_at,
             (SELECT count(*) FROM rules r WHERE r.rule_set_id = s.id AND r.rule_set_version = s.version) AS rule_count
-       FROM rule_sets s ORDER BY s.id, ${SEMVER_ORDER.replace('version', 's.version')}`,
+       FROM rule_sets s ORDER BY s.id, ${SEMVER_ORDER}`,
   );
   return { rule_sets: rows.map((r) => ({ ...toSet(r), rule_count: Number(r.rule_count) })) };
 }
@@ -97,7 +98,7 @@ async function findSet(db: Db, id: string, version: string | undefined): Promise
     `SELECT s.id, s.version, s.schema_id, s.created_at, sc.schema, sc.edge, sc.created_at AS schema_created_at
        FROM rule_sets s JOIN rule_schemas sc ON sc.id = s.schema_id
       WHERE s.id = $1 ${version ? 'AND s.version = $2' : ''}
-      ORDER BY ${SEMVER_ORDER.replace('version', 's.version')} DESC LIMIT 1`,
+      ORDER BY ${SEMVER_ORDER} DESC LIMIT 1`,
     version ? [id, version] : [id],
   );
   if (!rows[0]) {
