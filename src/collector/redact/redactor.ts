@@ -16,6 +16,7 @@
  */
 import { createHmac } from 'node:crypto';
 import net from 'node:net';
+import { LRUCache } from 'lru-cache';
 
 export const MASK_PREFIX = 'hmac-sha256:';
 export const MASK_NO_SECRET = '[redacted]';
@@ -48,7 +49,8 @@ export interface RedactOptions {
 }
 
 export class Redactor {
-  private readonly cache = new Map<string, string>();
+  /** Masks of recent values (the same few addresses repeat on every event of a session). */
+  private readonly cache = new LRUCache<string, string>({ max: 10_000 });
 
   constructor(private readonly secret: string | null) {}
 
@@ -58,8 +60,6 @@ export class Redactor {
     let out = this.cache.get(value);
     if (out === undefined) {
       out = MASK_PREFIX + createHmac('sha256', this.secret).update(value, 'utf8').digest('hex');
-      // Bounded: the same few addresses repeat on every event of a session.
-      if (this.cache.size >= 10_000) this.cache.clear();
       this.cache.set(value, out);
     }
     return out;
@@ -120,13 +120,12 @@ export class Redactor {
         version: VERSION_KEY_RE.test(key),
       };
       this.found = before;
-      if (this.keys.size >= 10_000) this.keys.clear();
       this.keys.set(key, info);
     }
     return info;
   }
 
-  private readonly keys = new Map<string, KeyInfo>();
+  private readonly keys = new LRUCache<string, KeyInfo>({ max: 10_000 });
 
   /**
    * Redacts a flat attribute map (values may nest). By default the result is a new object
@@ -225,7 +224,7 @@ function hasAtLeast(s: string, ch: string, n: number): boolean {
   return true;
 }
 
-const keysColumnCache = new Map<string, string>();
+const keysColumnCache = new LRUCache<string, string>({ max: 1000 });
 
 /** Sorted JSON array text of the masked keys, or null when nothing was masked. */
 export function maskedKeysColumn(keys: Set<string>): string | null {
@@ -235,7 +234,6 @@ export function maskedKeysColumn(keys: Set<string>): string | null {
   let out = keysColumnCache.get(k);
   if (out === undefined) {
     out = JSON.stringify(sorted);
-    if (keysColumnCache.size >= 1000) keysColumnCache.clear();
     keysColumnCache.set(k, out);
   }
   return out;

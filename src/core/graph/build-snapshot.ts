@@ -7,7 +7,7 @@
  * cache) is kept as it is.
  */
 import type { Db } from '../db/index.js';
-import type { ScdEntry, Snapshot, Universe } from './snapshot.js';
+import { boundedCache, type ScdEntry, type Snapshot, type Universe } from './snapshot.js';
 
 /** What one deployed bundle version contributes (immutable). */
 export interface BundleContent {
@@ -116,7 +116,7 @@ function assemble(bundleRefs: string[], contents: Map<string, BundleContent>): U
         else byRole.set(role, [e.index]);
       }
   }
-  return { bundleRefs, scds, byId, unscoped, byRole, roleCache: new Map() };
+  return { bundleRefs, scds, byId, unscoped, byRole, roleCache: boundedCache() };
 }
 
 /**

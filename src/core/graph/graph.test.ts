@@ -6,6 +6,8 @@ import { findNul } from './input-text.js';
 import { jsonMember } from './build-snapshot.js';
 import { scdContentJsonBytes, type SelectedContext } from './select.js';
 import { edgeFor } from '../rules/rule-service.js';
+import { snapshotCache } from './materialization.js';
+import { MAX_CACHE_ENTRIES, type Snapshot, type Universe } from './snapshot.js';
 
 describe('references', () => {
   it('parses pinned and unpinned references, refuses the rest', () => {
@@ -80,5 +82,25 @@ describe('scd_content as JSON bytes', () => {
       const framed = scdContentJsonBytes(s, Buffer.from('{"scd_content":'), Buffer.from(',"n":1}'));
       expect(JSON.parse(framed.toString('utf8'))).toEqual({ scd_content: content, n: 1 });
     }
+  });
+});
+
+describe('snapshot caches', () => {
+  const snap = (): Snapshot => ({ version: 1, universe: {} as Universe, caches: new Map() });
+
+  it('are per snapshot and name, and past MAX_CACHE_ENTRIES drop the least recently used entry (not the whole cache)', () => {
+    const s = snap();
+    const c = snapshotCache<{ n: number }>(s, 'select');
+    expect(snapshotCache(s, 'select')).toBe(c);
+    expect(snapshotCache(s, 'extra')).not.toBe(c);
+    expect(snapshotCache(snap(), 'select')).not.toBe(c);
+    for (let i = 0; i < MAX_CACHE_ENTRIES; i++) c.set(`k${i}`, { n: i });
+    expect(c.get('k0')).toEqual({ n: 0 }); // used: now the most recent
+    c.set('new', { n: -1 });
+    expect(c.size).toBe(MAX_CACHE_ENTRIES);
+    expect(c.get('k0')).toEqual({ n: 0 });
+    expect(c.has('k1')).toBe(false);
+    expect(c.get(`k${MAX_CACHE_ENTRIES - 1}`)).toEqual({ n: MAX_CACHE_ENTRIES - 1 });
+    expect(c.get('new')).toEqual({ n: -1 });
   });
 });

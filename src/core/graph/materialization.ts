@@ -12,20 +12,18 @@ import type { AppContext } from '../../shared/app-context.js';
 import type { Db } from '../db/index.js';
 export type { ScdEntry, Snapshot, Universe } from './snapshot.js';
 import { buildSnapshot, type BundleContent } from './build-snapshot.js';
-import type { ScdEntry, Snapshot, Universe } from './snapshot.js';
+import type { LRUCache } from 'lru-cache';
+import { boundedCache, type ScdEntry, type Snapshot, type Universe } from './snapshot.js';
 import { CONTENT_CHANGES_CHANNEL, CONTENT_CHECK_MS, onContentChange, readContentVersion } from './content-version.js';
 
-export const MAX_CACHE_ENTRIES = 20_000;
-
-/** A bounded per-snapshot cache (cleared wholesale when full: entries are cheap to rebuild). */
-export function snapshotCache<V>(snap: Snapshot, name: string): Map<string, V> {
-  let m = snap.caches.get(name);
+/** The named bounded cache of a snapshot (least recently used entries dropped past MAX_CACHE_ENTRIES), dropped with it. */
+export function snapshotCache<V extends object>(snap: Snapshot, name: string): LRUCache<string, V> {
+  let m = snap.caches.get(name) as LRUCache<string, V> | undefined;
   if (!m) {
-    m = new Map();
+    m = boundedCache<V>();
     snap.caches.set(name, m);
   }
-  if (m.size >= MAX_CACHE_ENTRIES) m.clear();
-  return m as Map<string, V>;
+  return m;
 }
 
 export class ContentCache {

@@ -10,7 +10,7 @@
  */
 import type { AppContext } from '../../shared/app-context.js';
 import type { Db } from '../db/index.js';
-import { contentCache, MAX_CACHE_ENTRIES, snapshotCache, type Snapshot, type Universe } from './materialization.js';
+import { contentCache, snapshotCache, type Snapshot, type Universe } from './materialization.js';
 import { jsonMember } from './build-snapshot.js';
 import { semverSortKey } from '../../shared/semver.js';
 
@@ -51,7 +51,6 @@ function roleBase(u: Universe, roleId: string): number[] {
   const cache = u.roleCache;
   const hit = cache.get(roleId);
   if (hit) return hit;
-  if (cache.size >= MAX_CACHE_ENTRIES) cache.clear();
   const picked = new Uint8Array(u.scds.length);
   const out: number[] = [];
   const pick = (i: number) => {
@@ -72,8 +71,15 @@ type Extra = { id: string; bundleRef: string; yaml: string } | null;
 
 /** An SCD outside the deployments: the newest active published version holding it. */
 async function loadExtras(db: Db, snap: Snapshot, ids: string[]): Promise<Map<string, Extra>> {
-  const cache = snapshotCache<Extra>(snap, 'extra');
-  const missing = ids.filter((id) => !cache.has(id));
+  // Cached wrapped ({extra: null} = stored nowhere): a cache holds no null values.
+  const cache = snapshotCache<{ extra: Extra }>(snap, 'extra');
+  const found = new Map<string, Extra>();
+  const missing: string[] = [];
+  for (const id of ids) {
+    const hit = cache.get(id);
+    if (hit) found.set(id, hit.extra);
+    else missing.push(id);
+  }
   if (missing.length) {
     const rows = await db.query<{ scd_id: string; bundle_id: string; bundle_version: string; content_yaml: string }>(
       `SELECT DISTINCT ON (s.scd_id) s.scd_id, s.bundle_id, s.bundle_version, s.content_yaml
@@ -82,10 +88,12 @@ async function loadExtras(db: Db, snap: Snapshot, ids: string[]): Promise<Map<st
         ORDER BY s.scd_id, b.published_at DESC, ${semverSortKey('b.version')} DESC, b.bundle_id`,
       [missing],
     );
-    for (const id of missing) cache.set(id, null);
-    for (const r of rows) cache.set(r.scd_id, { id: r.scd_id, bundleRef: `${r.bundle_id}:${r.bundle_version}`, yaml: r.content_yaml });
+    for (const id of missing) found.set(id, null);
+    for (const r of rows) found.set(r.scd_id, { id: r.scd_id, bundleRef: `${r.bundle_id}:${r.bundle_version}`, yaml: r.content_yaml });
+    // Answered from `found`, not the cache: storing these may evict entries read above.
+    for (const id of missing) cache.set(id, { extra: found.get(id)! });
   }
-  return new Map(ids.map((id) => [id, cache.get(id) ?? null]));
+  return new Map(ids.map((id) => [id, found.get(id) ?? null]));
 }
 
 async function compute(db: Db, snap: Snapshot, input: { roleId: string; overrides: string[]; restrictions: string[] }): Promise<SelectedContext> {

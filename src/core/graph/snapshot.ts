@@ -1,4 +1,16 @@
 /** The shapes of the in-memory materialization (materialization.ts builds them, build-snapshot.ts fills them). */
+import { LRUCache } from 'lru-cache';
+
+/**
+ * Bound of each cache that lives with a snapshot or universe. Past it the least recently
+ * used entry goes (every entry is cheap to recompute), so a role or tag in steady use keeps
+ * its entry while one-off keys (many distinct override lists) pass through.
+ */
+export const MAX_CACHE_ENTRIES = 20_000;
+
+/** A bounded cache of one snapshot or universe; dropped with it. */
+export const boundedCache = <V extends object>(): LRUCache<string, V> => new LRUCache<string, V>({ max: MAX_CACHE_ENTRIES });
+
 export interface ScdEntry {
   id: string;
   /** Position in the deployed universe (resolution order of the bundles, then manifest order). */
@@ -25,12 +37,12 @@ export interface Universe {
   /** Role -> indices of the SCDs scoped to it, ascending. */
   byRole: Map<string, number[]>;
   /** Role -> universe indices (role-applicable plus governing), ascending. */
-  roleCache: Map<string, number[]>;
+  roleCache: LRUCache<string, number[]>;
 }
 
 export interface Snapshot {
   version: number;
   universe: Universe;
   /** Per-snapshot caches (selection results, undeployed overrides, tag contexts), dropped with it. */
-  caches: Map<string, Map<string, unknown>>;
+  caches: Map<string, unknown>;
 }
