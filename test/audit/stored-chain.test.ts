@@ -74,7 +74,7 @@ describe('records stored by an earlier version (test/fixtures/audit/chain-v1.jso
 
   it('verify says ok', async () => {
     const passes: VerifyPass[] = [];
-    const v = await verifyAuditChain({ db: t.db, clock: systemClock }, (p) => passes.push(p));
+    const v = await verifyAuditChain({ db: t.db, clock: systemClock }, { onPass: (p) => passes.push(p) });
     expect(v).toMatchObject({ status: 'ok', record_count: 52, legacy_record_count: 0, first_chained_sequence: 1, genesis_hash: fixture.genesis.genesis_hash, tampered_at_sequence: null });
     if (t.db.kind === 'postgres') expect(passes).toEqual(['storage order']);
   });
