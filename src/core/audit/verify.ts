@@ -23,7 +23,7 @@ import type { AppContext } from '../../shared/app-context.js';
 import { genesisHash } from '../../shared/app-context.js';
 import { LEGACY_SENTINEL } from './hash.js';
 import { CopyBinaryReader, forEachCopyBinaryRow, int64, type RowHandler } from './copy-binary.js';
-import { ByteChainChecker, CHECK_COLUMNS, N_CHECK_COLUMNS, type Failure } from './chain-check.js';
+import { ByteChainChecker, CHECK_COLUMNS, N_CHECK_COLUMNS } from './chain-check.js';
 
 export interface AuditVerifyResult {
   status: 'ok' | 'tampered';
@@ -92,13 +92,6 @@ export interface VerifyOptions {
   onPass?: (pass: VerifyPass) => void;
   /** PostgreSQL: skip the storage-order read (tests compare the two). */
   chainOrderOnly?: boolean;
-}
-
-/** Checks a binary COPY stream of `copyQuery()` (exported for benchmarks). */
-export async function checkCopyStream(stream: import('node:stream').Readable, genesis: string, expectedFirst: number): Promise<{ count: number; failure: Failure | null }> {
-  const checker = new ByteChainChecker(genesis, expectedFirst);
-  await forEachCopyBinaryRow(stream, N_CHECK_COLUMNS, checker.row);
-  return checker;
 }
 
 /** Verifies both chains. A mismatch is a result (`tampered`), never an exception. */
