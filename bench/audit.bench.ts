@@ -16,8 +16,7 @@ import { spawnApi } from '../test/audit/server-process.js';
 import { ensureGenesis, systemClock } from '../src/shared/app-context.js';
 import { computeContentHash, computeRecordHash, type ChainFields } from '../src/core/audit/hash.js';
 import { AuditWriter, textArrayLiteral } from '../src/core/audit/writer.js';
-import { copyQuery, verifyAuditChain } from '../src/core/audit/verify.js';
-import { COPY_OUT_SETTINGS, openCopyOutConnection } from '../src/core/db/copy-out.js';
+import { COPY_OUT_SETTINGS, copyQuery, verifyAuditChain } from '../src/core/audit/verify.js';
 import { memoryLogger } from '../src/shared/logger.js';
 
 const SCDS = ['scd:meta:ai-usage-policy', 'scd:meta:data-classification', 'scd:meta:glossary', 'scd:meta:review-policy', 'scd:project:auth-rules', 'scd:project:input-validation', 'scd:project:secrets-handling', 'scd:project:threat-model'];
@@ -134,9 +133,9 @@ export default async function auditBench(b: Bench): Promise<void> {
         // The server's own connections (its pool's backends) and their CPU, from /proc: the
         // database is on the critical path too, and CPU per record shows through the noise
         // of a shared machine where records/s does not.
-        // Verify streams on a connection of its own that it closes at the end, so the backends
-        // are sampled during the call (every 10 ms; a new one is looked for every 100 ms and
-        // counts from zero): the last sample of each is at most 10 ms old.
+        // The backends are sampled during the call (every 10 ms; a new one, as the pool opens
+        // it, is looked for every 100 ms and counts from zero): the last sample of each is at
+        // most 10 ms old.
         const backends = async () =>
           (await t.owner.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND usename = 'svc_app'`)).map((r) => r.pid);
         const seen = new Map<number, { from: number; to: number }>();
@@ -176,8 +175,8 @@ export default async function auditBench(b: Bench): Promise<void> {
         await proc.stop();
       }
       // References in the same run: the database streaming verify's own COPY with no checking
-      // (into psql and /dev/null, and into this process through verify's COPY connection).
-      // Verify's read: its records in storage order (a sequential scan), with the settings of its connection.
+      // (into psql and /dev/null, and into this process through postgres.js's COPY stream).
+      // Verify's read: its records in storage order (a sequential scan), with the settings of its transaction.
       const sq = copyQuery('', '', true);
       const PGOPTIONS = Object.entries(COPY_OUT_SETTINGS).map(([k, v]) => `-c ${k}=${v}`).join(' ');
       const psqlEnv = { ...process.env, PGOPTIONS };
@@ -201,14 +200,12 @@ export default async function auditBench(b: Bench): Promise<void> {
         ['PostgreSQL alone: the records in chain order (an index scan, verify\'s read before) read by psql into /dev/null', () => psqlCopy(copyQuery())],
         // The database's cheapest export of every stored field: the whole table, storage order, binary.
         ['PostgreSQL alone: COPY of the whole table (storage order, binary) read by psql into /dev/null', () => psqlCopy('COPY agent_context_requests TO STDOUT WITH (FORMAT binary)')],
-        ['the same COPY read through verify\'s COPY connection, nothing checked', async () => {
-          const conn = await openCopyOutConnection(t.db.copyOut!);
-          try {
-            await conn.copyOut(sq, () => {});
-          } finally {
-            await conn.close();
-          }
-        }],
+        ['the same COPY read through postgres.js\'s COPY stream as verify reads it (its transaction and settings), nothing checked', () =>
+          t.db.raw!.begin('ISOLATION LEVEL REPEATABLE READ READ ONLY', async (sql) => {
+            for (const [k, v] of Object.entries(COPY_OUT_SETTINGS)) await sql.unsafe(`SET LOCAL ${k} = ${v}`);
+            const stream = await sql.unsafe(sq).readable();
+            await new Promise<void>((resolve, reject) => stream.on('data', () => {}).once('end', resolve).once('error', reject));
+          }).then(() => {})],
       ] as const) {
         const t0 = performance.now();
         await run();
@@ -252,7 +249,7 @@ export default async function auditBench(b: Bench): Promise<void> {
       b.print(`${fmt(r.perSecond)} records/s, p50 ${fmt(r.p50, 2)} ms, p99 ${fmt(r.p99, 2)} ms | audit writer alone, ${label}, 64 concurrent appenders | - | ${db}`);
     }
     const passes: string[] = [];
-    const v = await verifyAuditChain({ db: t.db, clock: systemClock }, (p) => passes.push(p));
+    const v = await verifyAuditChain({ db: t.db, clock: systemClock }, { onPass: (p) => passes.push(p) });
     b.print(`audit chain after the writer runs: verify ${v.status} (${v.record_count} records; read in ${passes.join(', then ') || 'pages'})`);
   } finally {
     await t.close();

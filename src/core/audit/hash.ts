@@ -15,6 +15,7 @@
  * recomputes everything here, from the stored fields alone.
  */
 import { hash as oneShotHash } from 'node:crypto';
+import { canonicalJson } from '../../shared/canonical-json.js';
 
 /** record_hash of records written before the chain existed; counted, never chained. */
 export const LEGACY_SENTINEL = 'LEGACY_PRE_AUDIT';
@@ -58,30 +59,8 @@ export function sha256Hex(s: string): string {
   return oneShotHash('sha256', s, 'hex');
 }
 
-/**
- * Canonical JSON: objects with keys sorted (UTF-16 code unit order, as RFC 8785), compact,
- * `null` for null and undefined. Strings are escaped as JSON.stringify does.
- */
-export function canonicalJson(v: unknown): string {
-  if (v === null || v === undefined) return 'null';
-  if (typeof v !== 'object') return JSON.stringify(v);
-  if (v instanceof Date) return JSON.stringify(v.toISOString());
-  if (Array.isArray(v)) {
-    let out = '[';
-    for (let i = 0; i < v.length; i++) out += (i ? ',' : '') + canonicalJson(v[i]);
-    return out + ']';
-  }
-  const keys = Object.keys(v as object).sort();
-  let out = '{';
-  let first = true;
-  for (const k of keys) {
-    const x = (v as Record<string, unknown>)[k];
-    if (x === undefined) continue;
-    out += (first ? '' : ',') + JSON.stringify(k) + ':' + canonicalJson(x);
-    first = false;
-  }
-  return out + '}';
-}
+/** The canonical JSON of every hashed field: RFC 8785, from the `canonicalize` package (see src/shared/canonical-json.ts). */
+export { canonicalJson };
 
 /** `<UTF-8 byte length>:<text>,` */
 export function netstring(text: string): string {
@@ -143,10 +122,16 @@ export function storableText(s: string): string {
   return w.includes('\u0000') ? w.replace(/\u0000/g, '\uFFFD') : w;
 }
 
-/** storableText applied to every string (keys included) of a JSON value. */
+/**
+ * storableText applied to every string (keys included) of a JSON value, and every number
+ * JSON cannot hold (NaN, ±Infinity) made null: that is what JSON text and jsonb keep of it,
+ * and what the hashes of records already stored took for it (the hand-written canonical JSON
+ * before RFC 8785's wrote it as null; `canonicalize` refuses it).
+ */
 export function storableJson<T>(v: T): T {
   if (typeof v === 'string') return storableText(v) as T;
-  if (Array.isArray(v)) return v.map((x) => storableJson(x)) as T;
+  if (typeof v === 'number') return (Number.isFinite(v) ? v : null) as T;
+  if (Array.isArray(v)) return Array.from(v, (x) => storableJson(x)) as T; // a hole becomes undefined, written null
   if (v && typeof v === 'object') {
     const out: Record<string, unknown> = {};
     for (const [k, x] of Object.entries(v)) out[storableText(k)] = storableJson(x);

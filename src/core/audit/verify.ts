@@ -5,25 +5,25 @@
  * The records arrive as binary COPY (`COPY (SELECT ...) TO STDOUT WITH (FORMAT binary)`):
  * the database sends each column in its binary form, which costs it less than rendering
  * text (no timestamp or array formatting, no escaping), and the checker (chain-check.ts)
- * writes the hash inputs from those bytes. On PostgreSQL it is one stream (PostgreSQL and
- * Node work at the same time; a cursor makes them take turns at half the speed), read on a
- * connection of its own whose socket hands the COPY data over raw (copy-out.ts; postgres.js
- * handled each row as a stream chunk, about a microsecond a row), or through postgres.js's
- * COPY stream over TLS; the legacy records' count (a partial index) runs meanwhile on the pool.
- * On that dedicated connection the records are read in storage order first (a sequential
- * scan, about a sixth cheaper for the database than an index scan in chain order): that is
- * chain order in a table only ever appended to under the chain lock, and the read counts
- * only if every sequence rises, which makes it the very rows in the very order of the
- * chain-order query; otherwise they are read again in chain order.
+ * writes the hash inputs from those bytes. On PostgreSQL it is one stream, postgres.js's own
+ * COPY stream (`.readable()`, read in flowing mode), so PostgreSQL and Node work at the same
+ * time (a cursor makes them take turns at half the speed). It runs in a read-only
+ * REPEATABLE READ transaction of its own, with the settings of COPY_OUT_SETTINGS; the legacy
+ * records' count (a partial index) runs meanwhile on the pool.
+ * The records are read in storage order first (a sequential scan, about a sixth cheaper for
+ * the database than an index scan in chain order): that is chain order in a table only ever
+ * appended to under the chain lock, and the read counts only if every sequence rises, which
+ * makes it the very rows in the very order of the chain-order query; otherwise they are read
+ * again in chain order, in the same transaction (the same snapshot, so the same rows).
  * On PGlite the same COPY is read in pages by chain_sequence (`TO '/dev/blob'`). The first
  * failure is reported; the stream is still read to its end so the connection ends in order.
  */
+import type postgres from 'postgres';
 import type { AppContext } from '../../shared/app-context.js';
 import { genesisHash } from '../../shared/app-context.js';
 import { LEGACY_SENTINEL } from './hash.js';
 import { CopyBinaryReader, forEachCopyBinaryRow, int64, type RowHandler } from './copy-binary.js';
-import { ByteChainChecker, CHECK_COLUMNS, N_CHECK_COLUMNS, type Failure } from './chain-check.js';
-import { openCopyOutConnection, type CopyOutOptions } from '../db/copy-out.js';
+import { ByteChainChecker, CHECK_COLUMNS, N_CHECK_COLUMNS } from './chain-check.js';
 
 export interface AuditVerifyResult {
   status: 'ok' | 'tampered';
@@ -55,10 +55,18 @@ export function copyQuery(extra = '', limit = '', storageOrder = false): string 
 export type VerifyPass = 'storage order' | 'chain order';
 
 /**
- * Runs a COPY query of the checked columns through `checker` on a dedicated connection that
- * hands the data over raw (copy-out.ts).
+ * The session settings of verify's read (SET LOCAL in its transaction): a sequential scan
+ * read for its storage order starts at the table's first page and runs in one process (no
+ * joining another scan midway, no parallel workers interleaving rows).
  */
-async function checkCopyOut(opts: CopyOutOptions, query: string, checker: ByteChainChecker, ascendingOnly = false): Promise<boolean> {
+export const COPY_OUT_SETTINGS = { synchronize_seqscans: 'off', max_parallel_workers_per_gather: '0' } as const;
+
+/**
+ * Runs a COPY query of the checked columns through `row` on postgres.js's COPY stream;
+ * with `ascendingOnly`, stops checking (and returns false) at the first sequence that does
+ * not rise, reading on to the end so the statement ends in order.
+ */
+async function checkCopy(sql: postgres.TransactionSql, query: string, checker: ByteChainChecker, ascendingOnly = false): Promise<boolean> {
   let ascending = true;
   let prev = -Infinity;
   const row: RowHandler = ascendingOnly
@@ -75,35 +83,19 @@ async function checkCopyOut(opts: CopyOutOptions, query: string, checker: ByteCh
         checker.row(buf, f);
       }
     : checker.row;
-  const conn = await openCopyOutConnection(opts);
-  try {
-    const reader = new CopyBinaryReader(N_CHECK_COLUMNS, row);
-    let error: unknown = null;
-    await conn.copyOut(query, (buf, s, e) => {
-      if (error) return;
-      try {
-        reader.pushRange(buf, s, e);
-      } catch (err) {
-        error = err; // thrown once the statement has ended, so the connection ends in order
-      }
-    });
-    if (error) throw error;
-    reader.end();
-  } finally {
-    await conn.close();
-  }
+  await forEachCopyBinaryRow(await sql.unsafe(query).readable(), N_CHECK_COLUMNS, row);
   return ascending;
 }
 
-/** Checks a binary COPY stream of `copyQuery()` (exported for benchmarks). */
-export async function checkCopyStream(stream: import('node:stream').Readable, genesis: string, expectedFirst: number): Promise<{ count: number; failure: Failure | null }> {
-  const checker = new ByteChainChecker(genesis, expectedFirst);
-  await forEachCopyBinaryRow(stream, N_CHECK_COLUMNS, checker.row);
-  return checker;
+export interface VerifyOptions {
+  /** Called with each read made (PostgreSQL). */
+  onPass?: (pass: VerifyPass) => void;
+  /** PostgreSQL: skip the storage-order read (tests compare the two). */
+  chainOrderOnly?: boolean;
 }
 
 /** Verifies both chains. A mismatch is a result (`tampered`), never an exception. */
-export async function verifyAuditChain(ctx: Pick<AppContext, 'db' | 'clock'>, onPass?: (pass: VerifyPass) => void): Promise<AuditVerifyResult> {
+export async function verifyAuditChain(ctx: Pick<AppContext, 'db' | 'clock'>, opts: VerifyOptions = {}): Promise<AuditVerifyResult> {
   const { db } = ctx;
   const [g] = await db.query<{ deployment_id: string; genesis_hash: string; initialized_at: Date }>(
     'SELECT deployment_id, genesis_hash, initialized_at FROM audit_chain_genesis ORDER BY id LIMIT 1',
@@ -118,45 +110,44 @@ export async function verifyAuditChain(ctx: Pick<AppContext, 'db' | 'clock'>, on
   const genesis = g?.genesis_hash ?? '';
   let checker: ByteChainChecker;
 
-  if (db.copyOut) {
+  if (db.raw) {
     // The first record is judged once the legacy records' query is back. The records are
     // read in storage order first: in an append-only table written under the chain lock it
     // is chain order, and then the checker sees exactly the rows, in exactly the order, that
     // the chain-order query gives. Any sequence that does not rise (a row stored out of
     // place, wherever from) voids that read, and the records are read again in chain order.
     checker = new ByteChainChecker(genesis, null);
-    onPass?.('storage order');
-    if (!(await checkCopyOut(db.copyOut, copyQuery('', '', true), checker, true))) {
-      onPass?.('chain order');
+    await db.raw.begin('ISOLATION LEVEL REPEATABLE READ READ ONLY', async (sql) => {
+      for (const [k, v] of Object.entries(COPY_OUT_SETTINGS)) await sql.unsafe(`SET LOCAL ${k} = ${v}`);
+      if (!opts.chainOrderOnly) {
+        opts.onPass?.('storage order');
+        if (await checkCopy(sql, copyQuery('', '', true), checker, true)) return;
+      }
+      opts.onPass?.('chain order');
       checker = new ByteChainChecker(genesis, null);
-      await checkCopyOut(db.copyOut, copyQuery(), checker);
-    }
+      await checkCopy(sql, copyQuery(), checker);
+    });
     const [legacy] = await legacyP;
     checker.settleFirst(Number(legacy?.last ?? 0) + 1);
-  } else {
+  } else if (db.pglite) {
     const [legacy] = await legacyP;
     const c = new ByteChainChecker(genesis, Number(legacy?.last ?? 0) + 1);
     checker = c;
-    if (db.raw) {
-      const stream = await db.raw.unsafe(copyQuery()).readable();
-      await forEachCopyBinaryRow(stream, N_CHECK_COLUMNS, c.row);
-    } else if (db.pglite) {
-      let after = -1;
-      for (;;) {
-        const res = await db.pglite.query(copyQuery(` AND r.chain_sequence > ${after}`, ` LIMIT ${PAGE}`).replace('TO STDOUT', "TO '/dev/blob'"));
-        let rows = 0;
-        const reader = new CopyBinaryReader(N_CHECK_COLUMNS, (buf, f) => {
-          rows++;
-          after = int64(buf, f[0]!);
-          c.row(buf, f);
-        });
-        reader.push(Buffer.from(await res.blob!.arrayBuffer()));
-        reader.end();
-        if (rows < PAGE) break;
-      }
-    } else {
-      throw new Error('verifyAuditChain needs PostgreSQL or PGlite');
+    let after = -1;
+    for (;;) {
+      const res = await db.pglite.query(copyQuery(` AND r.chain_sequence > ${after}`, ` LIMIT ${PAGE}`).replace('TO STDOUT', "TO '/dev/blob'"));
+      let rows = 0;
+      const reader = new CopyBinaryReader(N_CHECK_COLUMNS, (buf, f) => {
+        rows++;
+        after = int64(buf, f[0]!);
+        c.row(buf, f);
+      });
+      reader.push(Buffer.from(await res.blob!.arrayBuffer()));
+      reader.end();
+      if (rows < PAGE) break;
     }
+  } else {
+    throw new Error('verifyAuditChain needs PostgreSQL or PGlite');
   }
   const [legacy] = await legacyP;
   const legacyCount = Number(legacy?.n ?? 0);

@@ -218,6 +218,8 @@ export class AuditWriter {
  */
 export function normalizeEntry(e: AuditEntry): AuditEntry {
   const text = (s: string | null, max: number) => (s === null ? null : storableText(s.length > max ? s.slice(0, max) : s));
+  // A non-finite time is stored as NULL (as the hashes of stored records took it); canonical JSON refuses it.
+  const ms = e.processingTimeMs;
   return {
     ...e,
     agentId: text(e.agentId, 256),
@@ -226,6 +228,7 @@ export function normalizeEntry(e: AuditEntry): AuditEntry {
     validationErrors: e.validationErrors ? storableJson(e.validationErrors) : null,
     contextBundleIds: e.contextBundleIds ? (idList(e.contextBundleIds).ids as string[]) : null,
     contextScdIds: e.contextScdIds ? (idList(e.contextScdIds).ids as string[]) : null,
+    processingTimeMs: typeof ms === 'number' && Number.isFinite(ms) ? ms : null,
     chainId: text(e.chainId, MAX_AUDITED_TEXT),
     parentRequestId: text(e.parentRequestId, MAX_AUDITED_TEXT),
   };

@@ -11,7 +11,6 @@ import type { PGlite } from '@electric-sql/pglite';
 import postgres from 'postgres';
 import fs from 'node:fs';
 import { AppError } from '../../shared/errors.js';
-import type { CopyOutOptions } from './copy-out.js';
 
 export type Row = Record<string, any>;
 
@@ -28,11 +27,6 @@ export interface Db {
   readonly raw: postgres.Sql | null;
   /** PGlite only: the raw instance (null on PostgreSQL). */
   readonly pglite: PGlite | null;
-  /**
-   * postgres.js without TLS only: where `openCopyOutConnection` (copy-out.ts) opens a
-   * dedicated connection whose COPY TO STDOUT data is handed over raw. Null elsewhere.
-   */
-  readonly copyOut: CopyOutOptions | null;
 }
 
 export interface OpenDbOptions {
@@ -61,7 +55,6 @@ function pgliteDb(root: PGlite, q: { query: PGlite['query']; exec: PGlite['exec'
     inTransaction: inTx,
     raw: null,
     pglite: root,
-    copyOut: null,
     async query<T extends Row>(text: string, params: unknown[] = []) {
       try {
         const res = await q.query<T>(text, params.map(normalizeParam));
@@ -114,17 +107,15 @@ async function openPostgres(opts: OpenDbOptions): Promise<Db> {
     connection: { application_name: 'svc' },
   });
   await sql`select 1`;
-  const copyOut = opts.ssl ? null : { url: opts.url!, password: opts.password ?? null };
-  return postgresDb(sql, sql, false, copyOut);
+  return postgresDb(sql, sql, false);
 }
 
-function postgresDb(root: postgres.Sql, q: postgres.Sql | postgres.TransactionSql, inTx: boolean, copyOut: Db['copyOut']): Db {
+function postgresDb(root: postgres.Sql, q: postgres.Sql | postgres.TransactionSql, inTx: boolean): Db {
   const db: Db = {
     kind: 'postgres',
     inTransaction: inTx,
     raw: root,
     pglite: null,
-    copyOut,
     async query<T extends Row>(text: string, params: unknown[] = []) {
       try {
         return (await q.unsafe(text, params.map(normalizeParam) as any[])) as unknown as T[];
@@ -142,7 +133,7 @@ function postgresDb(root: postgres.Sql, q: postgres.Sql | postgres.TransactionSq
     async tx(fn) {
       if (inTx) return fn(db);
       try {
-        return (await root.begin((t) => fn(postgresDb(root, t, true, copyOut)))) as any;
+        return (await root.begin((t) => fn(postgresDb(root, t, true)))) as any;
       } catch (e) {
         throw mapDbError(e);
       }

@@ -3,6 +3,7 @@
  * registry counts; its canonical JSON form and HMAC-SHA256 signature (spec 5.3).
  */
 import { createHash, createHmac } from 'node:crypto';
+import { canonicalJson } from '../../shared/canonical-json.js';
 import type { AppContext } from '../../shared/app-context.js';
 import { SERVICE_VERSION } from '../../shared/version.js';
 import type { components } from '../../../gen/openapi/telemetry.js';
@@ -28,23 +29,12 @@ export function licenseKeyHash(licenseKey: string | null): string | null {
 }
 
 /**
- * Canonical JSON: object keys sorted (by UTF-16 code unit, recursively), compact separators
- * (`,` and `:` with no spaces). For the payload (ASCII only) this is byte for byte Python's
- * `json.dumps(x, sort_keys=True, separators=(",", ":"))`, so a receiver can recompute it.
+ * Canonical JSON (RFC 8785, src/shared/canonical-json.ts): object keys sorted by UTF-16 code
+ * unit, compact separators. For the payload (ASCII strings, integers, null) this is byte for
+ * byte Python's `json.dumps(x, sort_keys=True, separators=(",", ":"))`, so a receiver can
+ * recompute it.
  */
-export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') {
-    const s = JSON.stringify(value);
-    if (s === undefined) throw new TypeError('canonicalJson: value is not representable in JSON');
-    return s;
-  }
-  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v)).join(',')}]`;
-  const obj = value as Record<string, unknown>;
-  const keys = Object.keys(obj)
-    .filter((k) => obj[k] !== undefined)
-    .sort();
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(',')}}`;
-}
+export { canonicalJson };
 
 /** Header value `sha256=<hex>`: HMAC-SHA256 of the canonical JSON text with the secret. */
 export function signatureHeaderValue(canonicalBody: string, secret: string): string {
