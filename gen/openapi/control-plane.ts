@@ -937,7 +937,7 @@ export interface components {
         };
         SubscribeTokenRequest: {
             /** @default 900 */
-            ttl_seconds: number;
+            ttl_seconds?: number;
         };
         SubscribeToken: {
             /** @description HS256 JWT for Subscribe's `auth_token`. */
@@ -956,7 +956,7 @@ export interface components {
              * @default active
              * @enum {string}
              */
-            status: "active" | "suspended";
+            status?: "active" | "suspended";
             description?: string | null;
             overrides?: components["schemas"]["ScdId"][];
             restrictions?: components["schemas"]["ScdId"][];
@@ -967,7 +967,7 @@ export interface components {
              */
             owner_verified?: false;
             /** @default admin */
-            created_by: string;
+            created_by?: string;
         };
         AgentUpdate: {
             name?: string;
@@ -1086,7 +1086,7 @@ export interface components {
              */
             owner_verified?: false;
             /** @default admin */
-            created_by: string;
+            created_by?: string;
         };
         McpServerUpdate: {
             name?: string;
