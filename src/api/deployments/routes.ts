@@ -1,9 +1,10 @@
 /** Deployment routes (spec 4.4): deploy, read one, list. */
+import type { operations } from '../../../gen/openapi/control-plane.js';
 import type { RouteModule } from '../../shared/service.js';
 import { refuseNul } from '../../core/graph/input-text.js';
 import { createDeployment, getDeployment, listDeployments } from '../../core/deployments/deployment-service.js';
 
-export const routes: RouteModule = {
+export const routes: RouteModule<operations> = {
   handlers: {
     async createDeployment(req, ctx) {
       refuseNul(req.body);

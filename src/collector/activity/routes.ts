@@ -5,6 +5,7 @@
  */
 import os from 'node:os';
 import type { AppContext } from '../../shared/app-context.js';
+import type { operations } from '../../../gen/openapi/collector.js';
 import type { RouteModule } from '../../shared/service.js';
 import { codeCli } from '../code-cli/definition.js';
 import { cowork } from '../cowork/definition.js';
@@ -59,7 +60,7 @@ export async function startCollectors(ctx: AppContext): Promise<() => Promise<vo
   };
 }
 
-export const routes: RouteModule = {
+export const routes: RouteModule<operations> = {
   handlers: {
     listObservedActivity: (req, ctx) => ({
       status: 200,

@@ -1,9 +1,10 @@
 /** Rules engine routes (spec 4.6, port 8001). */
+import type { operations } from '../../../gen/openapi/rules.js';
 import type { RouteModule } from '../../shared/service.js';
 import { refuseNul } from '../../core/graph/input-text.js';
 import { createRule, createRuleSchema, createRuleSet, getRuleSchema, listRules, listRuleSets } from '../../core/rules/rule-service.js';
 
-export const routes: RouteModule = {
+export const routes: RouteModule<operations> = {
   handlers: {
     async createRuleSchema(req, ctx) {
       refuseNul(req.body);

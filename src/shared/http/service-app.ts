@@ -5,35 +5,42 @@ import type { AppContext } from '../app-context.js';
 import type { Config } from '../config.js';
 import type { HttpServiceDef, RouteModule, ServiceName } from '../service.js';
 import { SERVICE_VERSION } from '../version.js';
-import { createOpenApiApp, type OperationHandler } from './openapi-app.js';
+import type { components } from '../../../gen/openapi/control-plane.js';
+import type { OperationsShape } from './contract-types.js';
+import { createOpenApiApp } from './openapi-app.js';
 
 export const SPEC_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../spec');
 
-/** `GET /health` body, the same on every service. */
-export function healthHandler(service: string): OperationHandler<AppContext> {
+/**
+ * `GET /health`, the same on every service. Its result type is spelled out so that it is
+ * checked against each service's own health operation where it is registered.
+ */
+export function healthHandler(service: string): () => { status: 200; body: components['schemas']['Health'] } {
   return () => ({ status: 200, body: { status: 'ok', service, version: SERVICE_VERSION } });
 }
 
-export function httpService(opts: {
+/** An HTTP service from its contract (`Ops`: the `operations` generated from `specFile`) and its route modules. */
+export function httpService<Ops extends OperationsShape<Ops>>(opts: {
   name: ServiceName;
   specFile: string;
   port: (c: Config) => number;
   host?: (c: Config) => string;
-  modules: RouteModule[];
+  modules: RouteModule<Ops>[];
 }): HttpServiceDef {
   const spec = path.join(SPEC_DIR, opts.specFile);
   const merged = <K extends 'handlers' | 'validationFail' | 'internalError' | 'payloadTooLarge'>(key: K) => {
-    const out: Record<string, any> = {};
+    const out: Record<string, unknown> = {};
     for (const m of opts.modules) {
-      for (const [k, v] of Object.entries(m[key] ?? {})) {
+      for (const [k, v] of Object.entries((m[key] ?? {}) as Record<string, unknown>)) {
         if (k in out) throw new Error(`${opts.name}: ${key} ${k} is registered twice`);
         out[k] = v;
       }
     }
-    return out;
+    // One service's modules merged: each was typed against the same Ops.
+    return out as NonNullable<RouteModule<Ops>[K]>;
   };
-  const starters = opts.modules.map((m) => m.start).filter((s): s is NonNullable<RouteModule['start']> => !!s);
-  const pres = opts.modules.map((m) => m.preHandle).filter((p): p is NonNullable<RouteModule['preHandle']> => !!p);
+  const starters = opts.modules.map((m) => m.start).filter((s): s is NonNullable<RouteModule<Ops>['start']> => !!s);
+  const pres = opts.modules.map((m) => m.preHandle).filter((p): p is NonNullable<RouteModule<Ops>['preHandle']> => !!p);
   return {
     kind: 'http',
     name: opts.name,
