@@ -64,10 +64,10 @@ export const routes: RouteModule<operations> = {
   handlers: {
     listObservedActivity: (req, ctx) => ({
       status: 200,
-      body: listObservedActivity(ctx, { limit: req.query.limit, sourceId: typeof req.query.source_id === 'string' ? req.query.source_id : undefined }),
+      body: listObservedActivity(ctx, { limit: req.query.limit, sourceId: req.query.source_id }),
     }),
     listActivitySources: (_req, ctx) => ({ status: 200, body: listActivitySources(ctx) }),
-    getActivitySourceCoverage: (req, ctx) => ({ status: 200, body: getActivitySourceCoverage(ctx, String(req.params.source_id)) }),
+    getActivitySourceCoverage: (req, ctx) => ({ status: 200, body: getActivitySourceCoverage(ctx, req.params.source_id) }),
     getActivityStats: (_req, ctx) => ({ status: 200, body: getActivityStats(ctx) }),
   },
   start: startCollectors,
