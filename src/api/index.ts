@@ -10,7 +10,7 @@ import { routes as deployments } from './deployments/routes.js';
 import { routes as audit } from './audit/routes.js';
 import { routes as context } from './context/routes.js';
 
-export const apiService = httpService<operations>({
+export const apiService = httpService<operations>()({
   name: 'api',
   specFile: 'openapi-control-plane.yaml',
   port: (c) => c.ports.api,

@@ -3,7 +3,7 @@ import type { operations } from '../../gen/openapi/collector.js';
 import { healthHandler, httpService } from '../shared/http/service-app.js';
 import { routes as activity } from './activity/routes.js';
 
-export const collectorService = httpService<operations>({
+export const collectorService = httpService<operations>()({
   name: 'collector',
   specFile: 'openapi-collector.yaml',
   port: (c) => c.ports.collector,

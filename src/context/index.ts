@@ -6,7 +6,7 @@ import { routes as webhook } from './webhook/routes.js';
 import { contextPreHandle, contextRoutes } from './grpc/routes.js';
 import { startFanout } from './fanout/index.js';
 
-export const contextWebhookService = httpService<operations>({
+export const contextWebhookService = httpService<operations>()({
   name: 'context-webhook',
   specFile: 'openapi-context-webhook.yaml',
   port: (c) => c.ports.contextWebhook,

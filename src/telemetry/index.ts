@@ -3,7 +3,7 @@ import type { operations } from '../../gen/openapi/telemetry.js';
 import { healthHandler, httpService } from '../shared/http/service-app.js';
 import { routes as beacon } from './beacon/routes.js';
 
-export const telemetryService = httpService<operations>({
+export const telemetryService = httpService<operations>()({
   name: 'telemetry',
   specFile: 'openapi-telemetry.yaml',
   port: (c) => c.ports.telemetry,

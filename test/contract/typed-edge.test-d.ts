@@ -12,6 +12,8 @@ import type { AppContext } from '../../src/shared/app-context.js';
 import { AppError } from '../../src/shared/errors.js';
 import { errorResult, type OperationHandler, type RequestInfo } from '../../src/shared/http/openapi-app.js';
 import type { RouteModule } from '../../src/shared/service.js';
+import { httpService } from '../../src/shared/http/service-app.js';
+import { routes as agents } from '../../src/api/agents/routes.js';
 
 type S = components['schemas'];
 declare const agent: S['Agent'];
@@ -89,3 +91,14 @@ export const crossed: RouteModule<operations> = rulesModule;
 // A handler declared apart is checked against its operation where it is typed.
 // @ts-expect-error -- a SubscribeToken needs agent_id and expires_at
 export const token: OperationHandler<operations['mintSubscribeToken'], AppContext> = async () => ({ status: 200, body: { token: 't' } });
+
+// A service must handle every operation of its contract (never called; types only).
+export function partialService() {
+  return httpService<operations>()({
+    name: 'api',
+    specFile: 'openapi-control-plane.yaml',
+    port: () => 0,
+    // @ts-expect-error -- the agents' module alone leaves the other operations unhandled
+    modules: [agents],
+  });
+}

@@ -5,7 +5,7 @@ import { createAgent } from '../../core/agents/create-agent.js';
 import { getAgent, listAgents } from '../../core/agents/read-agents.js';
 import { revokeAgent, setAgentPolicy, updateAgent } from '../../core/agents/update-agent.js';
 
-export const routes: RouteModule<operations> = {
+export const routes = {
   handlers: {
     createAgent: async (req, ctx) => ({ status: 201, body: await createAgent(ctx, req.body) }),
     listAgents: async (req, ctx) => ({ status: 200, body: await listAgents(ctx, req.query) }),
@@ -14,4 +14,4 @@ export const routes: RouteModule<operations> = {
     revokeAgent: async (req, ctx) => ({ status: 200, body: await revokeAgent(ctx, req.params.agent_id) }),
     setAgentPolicy: async (req, ctx) => ({ status: 200, body: await setAgentPolicy(ctx, req.params.agent_id, req.body) }),
   },
-};
+} satisfies RouteModule<operations>;

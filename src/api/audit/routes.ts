@@ -35,7 +35,7 @@ function streamStart(req: RequestInfo<operations['streamAuditRequests']>): numbe
   return req.query.after_sequence ?? null;
 }
 
-export const routes: RouteModule<operations> = {
+export const routes = {
   handlers: {
     async verifyAuditChain(_req, ctx) {
       return { status: 200, body: await verifyAuditChain(ctx) };
@@ -92,4 +92,4 @@ export const routes: RouteModule<operations> = {
     // Open event streams end before the server drains its connections.
     return () => auditStreams(ctx).closeAll();
   },
-};
+} satisfies RouteModule<operations>;

@@ -43,7 +43,7 @@ async function createBundleValidationFail(req: UncheckedRequest, ctx: AppContext
   return errorResult(bundleValidationError(req.body, issues));
 }
 
-export const routes: RouteModule<operations> = {
+export const routes = {
   handlers: {
     async createBundle(req, ctx) {
       const nul = findNul(req.body);
@@ -65,4 +65,4 @@ export const routes: RouteModule<operations> = {
     },
   },
   validationFail: { createBundle: createBundleValidationFail },
-};
+} satisfies RouteModule<operations>;

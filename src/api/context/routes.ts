@@ -27,7 +27,7 @@ async function viaEdge(req: UncheckedRequest, ctx: AppContext, issues: Validatio
   return toResponse(await answerContext(ctx, { requestId: req.requestId, apiKey: req.headers['x-api-key'], body: req.body, issues, tooLarge }), req.requestId);
 }
 
-export const routes: RouteModule<operations> = {
+export const routes = {
   handlers: {
     requestContext: (req, ctx) => viaEdge(req, ctx, null),
     mintSubscribeToken: mintSubscribeTokenHandler,
@@ -42,4 +42,4 @@ export const routes: RouteModule<operations> = {
     requestContext: (req, ctx) => viaEdge(req, ctx, [{ path: '/body', rule: 'maxBodySize', message: `must NOT be larger than ${BODY_LIMIT_BYTES} bytes` }], true),
   },
   preHandle: contextFastPath,
-};
+} satisfies RouteModule<operations>;

@@ -16,7 +16,7 @@ function revokedBy(query: Record<string, unknown>, body: unknown): string {
   return (q ?? b)!;
 }
 
-export const routes: RouteModule<operations> = {
+export const routes = {
   handlers: {
     listAgentApiKeys: async (req, ctx) => ({ status: 200, body: await listApiKeys(ctx, req.params.agent_id) }),
     // The body carries the plaintext key: no cache may keep it.
@@ -27,4 +27,4 @@ export const routes: RouteModule<operations> = {
     },
   },
   start: (ctx) => startExpiryJob(ctx),
-};
+} satisfies RouteModule<operations>;

@@ -4,7 +4,7 @@ import type { RouteModule } from '../../shared/service.js';
 import { refuseNul } from '../../core/graph/input-text.js';
 import { createTag, getTag, listTags, moveTag } from '../../core/tags/tag-service.js';
 
-export const routes: RouteModule<operations> = {
+export const routes = {
   handlers: {
     async createTag(req, ctx) {
       refuseNul(req.body);
@@ -21,4 +21,4 @@ export const routes: RouteModule<operations> = {
       return { status: 200, body: await moveTag(ctx, req.params.tag, req.body) };
     },
   },
-};
+} satisfies RouteModule<operations>;

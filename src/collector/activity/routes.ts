@@ -60,7 +60,7 @@ export async function startCollectors(ctx: AppContext): Promise<() => Promise<vo
   };
 }
 
-export const routes: RouteModule<operations> = {
+export const routes = {
   handlers: {
     listObservedActivity: (req, ctx) => ({
       status: 200,
@@ -71,4 +71,4 @@ export const routes: RouteModule<operations> = {
     getActivityStats: (_req, ctx) => ({ status: 200, body: getActivityStats(ctx) }),
   },
   start: startCollectors,
-};
+} satisfies RouteModule<operations>;

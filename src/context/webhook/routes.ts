@@ -25,7 +25,7 @@ async function checkBearer(req: Pick<UncheckedRequest, 'headers'>, ctx: AppConte
   return null;
 }
 
-export const routes: RouteModule<operations> = {
+export const routes = {
   handlers: {
     async receiveTagUpdate(req, ctx) {
       const denied = await checkBearer(req, ctx);
@@ -41,4 +41,4 @@ export const routes: RouteModule<operations> = {
       return errorResult(new AppError('validation_error', 'The request does not match the contract', { details: { errors } }));
     },
   },
-};
+} satisfies RouteModule<operations>;

@@ -4,7 +4,7 @@ import type { RouteModule } from '../../shared/service.js';
 import { refuseNul } from '../../core/graph/input-text.js';
 import { createRule, createRuleSchema, createRuleSet, getRuleSchema, listRules, listRuleSets } from '../../core/rules/rule-service.js';
 
-export const routes: RouteModule<operations> = {
+export const routes = {
   handlers: {
     async createRuleSchema(req, ctx) {
       refuseNul(req.body);
@@ -28,4 +28,4 @@ export const routes: RouteModule<operations> = {
       return { status: 200, body: await listRules(ctx, req.params.rule_set_id, req.query.version) };
     },
   },
-};
+} satisfies RouteModule<operations>;

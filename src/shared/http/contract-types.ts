@@ -105,3 +105,14 @@ export type ValidationFailHandler<Op extends OperationShape, C> = (
   errors: ValidationIssue[],
 ) => Promise<HandlerResult<Op>> | HandlerResult<Op>;
 
+
+/** The operationIds a list of route modules handles (as their literal `handlers` keys). */
+type Served<M> = M extends readonly (infer E)[] ? (E extends { handlers: infer H } ? keyof H : never) : never;
+
+/**
+ * `unknown` when the modules handle every operation of `Ops`; otherwise an object type naming
+ * the operations nobody handles, which the modules argument then fails to match. Route modules
+ * are declared `{...} satisfies RouteModule<operations>` so that their keys stay literal (a
+ * module annotated `: RouteModule<operations>` would claim every key).
+ */
+export type ServesEvery<Ops, M> = [Exclude<keyof Ops, Served<M>>] extends [never] ? unknown : { unhandledOperations: Exclude<keyof Ops, Served<M>> };

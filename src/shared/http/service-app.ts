@@ -6,7 +6,7 @@ import type { Config } from '../config.js';
 import type { HttpServiceDef, RouteModule, ServiceName } from '../service.js';
 import { SERVICE_VERSION } from '../version.js';
 import type { components } from '../../../gen/openapi/control-plane.js';
-import type { OperationsShape } from './contract-types.js';
+import type { OperationsShape, ServesEvery } from './contract-types.js';
 import { createOpenApiApp } from './openapi-app.js';
 
 export const SPEC_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../spec');
@@ -19,13 +19,28 @@ export function healthHandler(service: string): () => { status: 200; body: compo
   return () => ({ status: 200, body: { status: 'ok', service, version: SERVICE_VERSION } });
 }
 
-/** An HTTP service from its contract (`Ops`: the `operations` generated from `specFile`) and its route modules. */
-export function httpService<Ops extends OperationsShape<Ops>>(opts: {
+/**
+ * An HTTP service from its contract and its route modules: `httpService<operations>()({...})`,
+ * `operations` being generated from `specFile`. The modules must handle every operation of it
+ * between them (a spec that gains an operation fails typecheck until a handler serves it), and
+ * each handler is typed by its operation (see contract-types.ts).
+ */
+export function httpService<Ops extends OperationsShape<Ops>>() {
+  return <const M extends readonly RouteModule<Ops>[]>(opts: {
+    name: ServiceName;
+    specFile: string;
+    port: (c: Config) => number;
+    host?: (c: Config) => string;
+    modules: M & ServesEvery<Ops, M>;
+  }): HttpServiceDef => serviceDef<Ops>(opts);
+}
+
+function serviceDef<Ops extends OperationsShape<Ops>>(opts: {
   name: ServiceName;
   specFile: string;
   port: (c: Config) => number;
   host?: (c: Config) => string;
-  modules: RouteModule<Ops>[];
+  modules: readonly RouteModule<Ops>[];
 }): HttpServiceDef {
   const spec = path.join(SPEC_DIR, opts.specFile);
   const merged = <K extends 'handlers' | 'validationFail' | 'internalError' | 'payloadTooLarge'>(key: K) => {

@@ -19,7 +19,7 @@ const listLog: OperationHandler<operations['listTelemetryLog'], AppContext> = as
   return { status: 200, body: await store.listEntries(ctx.db, limit, offset) };
 };
 
-export const routes: RouteModule<operations> = {
+export const routes = {
   handlers: {
     getTelemetryConfig: (_req, ctx) => ({ status: 200, body: getBeacon(ctx).configView() }),
     getTelemetryStats: async (_req, ctx) => ({ status: 200, body: await store.readStats(ctx.db) }),
@@ -32,4 +32,4 @@ export const routes: RouteModule<operations> = {
     await beacon.start();
     return () => beacon.stop();
   },
-};
+} satisfies RouteModule<operations>;
