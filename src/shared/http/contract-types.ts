@@ -105,7 +105,6 @@ export type ValidationFailHandler<Op extends OperationShape, C> = (
   errors: ValidationIssue[],
 ) => Promise<HandlerResult<Op>> | HandlerResult<Op>;
 
-
 /** The operationIds a list of route modules handles (as their literal `handlers` keys). */
 type Served<M> = M extends readonly (infer E)[] ? (E extends { handlers: infer H } ? keyof H : never) : never;
 

@@ -23,7 +23,8 @@ export function healthHandler(service: string): () => { status: 200; body: compo
  * An HTTP service from its contract and its route modules: `httpService<operations>()({...})`,
  * `operations` being generated from `specFile`. The modules must handle every operation of it
  * between them (a spec that gains an operation fails typecheck until a handler serves it), and
- * each handler is typed by its operation (see contract-types.ts).
+ * each handler is typed by its operation (see contract-types.ts). Curried because TypeScript
+ * cannot take `Ops` explicitly and infer the modules' own types in one call.
  */
 export function httpService<Ops extends OperationsShape<Ops>>() {
   return <const M extends readonly RouteModule<Ops>[]>(opts: {
