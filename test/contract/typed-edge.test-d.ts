@@ -5,7 +5,9 @@
  * typecheck would fail. A spec change a handler does not follow fails the same way, through
  * gen/openapi (make gen) and the route module's `RouteModule<operations>`.
  */
+import type { ServiceImpl } from '@connectrpc/connect';
 import { expectTypeOf } from 'vitest';
+import type { ContextService } from '../../gen/proto/context_pb.js';
 import type { components, operations } from '../../gen/openapi/control-plane.js';
 import type { operations as RulesOperations } from '../../gen/openapi/rules.js';
 import type { AppContext } from '../../src/shared/app-context.js';
@@ -102,3 +104,14 @@ export function partialService() {
     modules: [agents],
   });
 }
+
+// The gRPC handlers are typed by protoc-gen-es (request-context.ts and subscribe.ts declare
+// `ServiceImpl<typeof ContextService>[...]`); the same kind of mistakes fail there.
+export const grpcBad: Partial<ServiceImpl<typeof ContextService>> = {
+  // @ts-expect-error -- processingTimeMs is an int32 (a number), not a string
+  requestContext: async (req) => ({ success: true, taskType: req.taskType, processingTimeMs: '1' }),
+};
+export const grpcUnknown: Partial<ServiceImpl<typeof ContextService>> = {
+  // @ts-expect-error -- ContextService has no method `unsubscribe`
+  unsubscribe: async () => ({}),
+};
