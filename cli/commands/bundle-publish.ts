@@ -6,6 +6,7 @@
  * beyond "this is a bundle".
  */
 import type { CAC } from 'cac';
+import type { components } from '../../gen/openapi/control-plane.js';
 import { classifyDocument } from '../../src/shared/scs/index.js';
 import { mask, resolveKey } from '../lib/config.js';
 import { display, loadFile } from '../lib/documents.js';
@@ -14,7 +15,8 @@ import { err, json, out } from '../lib/io.js';
 import { loadProjectSet, projectRootFor } from '../lib/project-set.js';
 import { formatFinding } from './validate.js';
 
-interface Issue { path?: string; rule?: string; message?: string; reference?: string; severity?: string }
+/** A ValidationIssue as the server sent it: read field by field, none assumed present. */
+type Issue = Partial<components['schemas']['ValidationIssue']>;
 
 export function registerBundlePublish(cli: CAC): void {
   cli

@@ -941,7 +941,7 @@ export interface components {
         };
         SubscribeTokenRequest: {
             /** @default 900 */
-            ttl_seconds: number;
+            ttl_seconds?: number;
         };
         SubscribeToken: {
             /** @description HS256 JWT for Subscribe's `auth_token`. */
@@ -960,7 +960,7 @@ export interface components {
              * @default active
              * @enum {string}
              */
-            status: "active" | "suspended";
+            status?: "active" | "suspended";
             description?: string | null;
             overrides?: components["schemas"]["ScdId"][];
             restrictions?: components["schemas"]["ScdId"][];
@@ -971,7 +971,7 @@ export interface components {
              */
             owner_verified?: false;
             /** @default admin */
-            created_by: string;
+            created_by?: string;
         };
         AgentUpdate: {
             name?: string;
@@ -1090,7 +1090,7 @@ export interface components {
              */
             owner_verified?: false;
             /** @default admin */
-            created_by: string;
+            created_by?: string;
         };
         McpServerUpdate: {
             name?: string;

@@ -1,4 +1,5 @@
 /** The control-plane API service (port 8000). */
+import type { operations } from '../../gen/openapi/control-plane.js';
 import { healthHandler, httpService } from '../shared/http/service-app.js';
 import { routes as agents } from './agents/routes.js';
 import { routes as keys } from './keys/routes.js';
@@ -9,7 +10,7 @@ import { routes as deployments } from './deployments/routes.js';
 import { routes as audit } from './audit/routes.js';
 import { routes as context } from './context/routes.js';
 
-export const apiService = httpService({
+export const apiService = httpService<operations>()({
   name: 'api',
   specFile: 'openapi-control-plane.yaml',
   port: (c) => c.ports.api,

@@ -1,8 +1,9 @@
 /** The collector store API (port 7002): no authentication, so bound to loopback by default. */
+import type { operations } from '../../gen/openapi/collector.js';
 import { healthHandler, httpService } from '../shared/http/service-app.js';
 import { routes as activity } from './activity/routes.js';
 
-export const collectorService = httpService({
+export const collectorService = httpService<operations>()({
   name: 'collector',
   specFile: 'openapi-collector.yaml',
   port: (c) => c.ports.collector,

@@ -1,11 +1,12 @@
 /** The context service: gRPC on 8002 (RequestContext, Subscribe) and the tag-update webhook on 8003. */
 import type { GrpcServiceDef } from '../shared/service.js';
+import type { operations } from '../../gen/openapi/context-webhook.js';
 import { healthHandler, httpService } from '../shared/http/service-app.js';
 import { routes as webhook } from './webhook/routes.js';
 import { contextPreHandle, contextRoutes } from './grpc/routes.js';
 import { startFanout } from './fanout/index.js';
 
-export const contextWebhookService = httpService({
+export const contextWebhookService = httpService<operations>()({
   name: 'context-webhook',
   specFile: 'openapi-context-webhook.yaml',
   port: (c) => c.ports.contextWebhook,

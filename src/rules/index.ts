@@ -1,8 +1,9 @@
 /** The rules engine service (port 8001). */
+import type { operations } from '../../gen/openapi/rules.js';
 import { healthHandler, httpService } from '../shared/http/service-app.js';
 import { routes as rules } from './rules/routes.js';
 
-export const rulesService = httpService({
+export const rulesService = httpService<operations>()({
   name: 'rules',
   specFile: 'openapi-rules.yaml',
   port: (c) => c.ports.rules,

@@ -3,6 +3,10 @@
  * code to HTTP status, code to Connect code. Bodies follow the spec: `{error, message, details?}`.
  */
 import { Code } from '@connectrpc/connect';
+import type { components } from '../../gen/openapi/control-plane.js';
+
+/** The general error body (spec 7.2); every service's contract declares the same `Error`. */
+export type ErrorBody = components['schemas']['Error'];
 
 export type ErrorCode =
   | 'validation_error'
@@ -64,19 +68,17 @@ export class AppError extends Error {
     return HTTP_STATUS[this.code];
   }
   /** The general error body of spec 7.2. `immutable` is reported as a conflict on the wire. */
-  toBody(): { error: string; message: string; details?: Record<string, unknown> } {
-    const error = this.code === 'immutable' ? 'conflict' : this.code;
+  toBody(): ErrorBody {
+    const error: ErrorBody['error'] = this.code === 'immutable' ? 'conflict' : this.code;
     return this.details === undefined ? { error, message: this.message } : { error, message: this.message, details: this.details };
   }
 }
 
 export const isAppError = (e: unknown): e is AppError => e instanceof AppError;
 
-/** One contract violation of a request, as the spec's validation_error details list them. */
-export interface ValidationIssue {
-  /** JSON pointer into the request, prefixed with /body, /query, /path or /headers. */
-  path: string;
-  /** The JSON Schema keyword that failed (required, pattern, type, ...). */
-  rule: string;
-  message: string;
-}
+/**
+ * One contract violation of a request, as the spec's validation_error details list them:
+ * `path` is a JSON pointer prefixed with /body, /query, /path or /headers; `rule` the JSON
+ * Schema keyword or check that failed.
+ */
+export type ValidationIssue = components['schemas']['ValidationIssue'];

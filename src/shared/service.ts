@@ -8,7 +8,8 @@ import type { ConnectRouter } from '@connectrpc/connect';
 import type { Hono } from 'hono';
 import type { AppContext } from './app-context.js';
 import type { Config } from './config.js';
-import type { Handlers, ValidationFailHandler, HandlerResult, RequestInfo } from './http/openapi-app.js';
+import type { Context as OaContext } from 'openapi-backend';
+import type { Handlers, OperationsShape, UncheckedRequest, UncheckedResult, ValidationFailHandler } from './http/contract-types.js';
 
 export type ServiceName = 'api' | 'rules' | 'context-grpc' | 'context-webhook' | 'telemetry' | 'collector';
 export const SERVICE_NAMES: ServiceName[] = ['api', 'rules', 'context-grpc', 'context-webhook', 'telemetry', 'collector'];
@@ -49,13 +50,19 @@ export interface GrpcServiceDef extends ServiceBase {
 
 export type ServiceDef = HttpServiceDef | GrpcServiceDef;
 
-/** A resource folder's contribution to an HTTP service. */
-export interface RouteModule {
-  handlers: Handlers<AppContext>;
-  validationFail?: Record<string, ValidationFailHandler<AppContext>>;
-  internalError?: Record<string, (req: RequestInfo, ctx: AppContext, requestId: string) => HandlerResult>;
+/**
+ * A resource folder's contribution to an HTTP service, typed by that service's generated
+ * `operations`: every key is one of its operationIds, and each handler's request and result
+ * are those of its operation (see http/contract-types.ts).
+ */
+export interface RouteModule<Ops extends OperationsShape<Ops>> {
+  handlers: Handlers<Ops, AppContext, OaContext>;
+  /** Answers a request the contract refused, for one operation (instead of the generic 400). */
+  validationFail?: { [K in keyof Ops]?: ValidationFailHandler<Ops[K], AppContext> };
+  /** Answers an unexpected error of one operation with its own body (instead of the generic 500). */
+  internalError?: { [K in keyof Ops]?: (req: UncheckedRequest, ctx: AppContext, requestId: string) => UncheckedResult };
   /** Answers a body over the size limit for one operation (instead of the generic 413). */
-  payloadTooLarge?: Record<string, (req: RequestInfo, ctx: AppContext) => Promise<HandlerResult> | HandlerResult>;
+  payloadTooLarge?: { [K in keyof Ops]?: (req: UncheckedRequest, ctx: AppContext) => Promise<UncheckedResult> | UncheckedResult };
   /** Requests this module serves itself before the edge (see HttpServiceDef.preHandle). */
   preHandle?: (ctx: AppContext) => HttpPreHandler;
   start?: ServiceBase['start'];

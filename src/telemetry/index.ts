@@ -1,8 +1,9 @@
 /** The telemetry service (port 8004). */
+import type { operations } from '../../gen/openapi/telemetry.js';
 import { healthHandler, httpService } from '../shared/http/service-app.js';
 import { routes as beacon } from './beacon/routes.js';
 
-export const telemetryService = httpService({
+export const telemetryService = httpService<operations>()({
   name: 'telemetry',
   specFile: 'openapi-telemetry.yaml',
   port: (c) => c.ports.telemetry,

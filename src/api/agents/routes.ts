@@ -1,10 +1,11 @@
 /** Agent registry routes (spec 4.2): thin adapters from the contract to the verbs. */
+import type { operations } from '../../../gen/openapi/control-plane.js';
 import type { RouteModule } from '../../shared/service.js';
 import { createAgent } from '../../core/agents/create-agent.js';
 import { getAgent, listAgents } from '../../core/agents/read-agents.js';
 import { revokeAgent, setAgentPolicy, updateAgent } from '../../core/agents/update-agent.js';
 
-export const routes: RouteModule = {
+export const routes = {
   handlers: {
     createAgent: async (req, ctx) => ({ status: 201, body: await createAgent(ctx, req.body) }),
     listAgents: async (req, ctx) => ({ status: 200, body: await listAgents(ctx, req.query) }),
@@ -13,4 +14,4 @@ export const routes: RouteModule = {
     revokeAgent: async (req, ctx) => ({ status: 200, body: await revokeAgent(ctx, req.params.agent_id) }),
     setAgentPolicy: async (req, ctx) => ({ status: 200, body: await setAgentPolicy(ctx, req.params.agent_id, req.body) }),
   },
-};
+} satisfies RouteModule<operations>;

@@ -5,7 +5,8 @@
  */
 import type { AppContext } from '../../shared/app-context.js';
 import { AppError } from '../../shared/errors.js';
-import { errorResult, type RequestInfo } from '../../shared/http/openapi-app.js';
+import { errorResult, type RequestInfo, type UncheckedRequest } from '../../shared/http/openapi-app.js';
+import type { operations } from '../../../gen/openapi/control-plane.js';
 import type { RouteModule } from '../../shared/service.js';
 import { verifyAgentKey } from '../../core/keys/verify-key.js';
 import { verifyAuditChain } from '../../core/audit/verify.js';
@@ -14,14 +15,14 @@ import { auditStreams, openAuditStream } from './stream.js';
 import { getAgentOutput, logAgentOutput } from '../../core/audit/output.js';
 
 /** The calling agent, or an AppError('auth_failed') saying why not. */
-async function callingAgent(req: RequestInfo, ctx: AppContext): Promise<string> {
+async function callingAgent(req: Pick<UncheckedRequest, 'headers'>, ctx: AppContext): Promise<string> {
   const key = await verifyAgentKey(ctx, req.headers['x-api-key']);
   if (!key.ok) throw new AppError('auth_failed', key.reason);
   return key.agentId;
 }
 
 /** `Last-Event-ID` (wins) or `after_sequence`; null when neither is given. */
-function streamStart(req: RequestInfo): number | null {
+function streamStart(req: RequestInfo<operations['streamAuditRequests']>): number | null {
   const header = req.headers['last-event-id'];
   if (header !== undefined && header !== '') {
     if (!/^\d{1,15}$/.test(header.trim())) {
@@ -34,7 +35,7 @@ function streamStart(req: RequestInfo): number | null {
   return req.query.after_sequence ?? null;
 }
 
-export const routes: RouteModule = {
+export const routes = {
   handlers: {
     async verifyAuditChain(_req, ctx) {
       return { status: 200, body: await verifyAuditChain(ctx) };
@@ -91,4 +92,4 @@ export const routes: RouteModule = {
     // Open event streams end before the server drains its connections.
     return () => auditStreams(ctx).closeAll();
   },
-};
+} satisfies RouteModule<operations>;

@@ -1,8 +1,9 @@
 /** Bundle routes (spec 4.4): publish, list, read one version, deactivate. */
 import type { AppContext } from '../../shared/app-context.js';
-import { errorResult, type RequestInfo, type ValidationIssue } from '../../shared/http/openapi-app.js';
+import { errorResult, type UncheckedRequest, type ValidationIssue } from '../../shared/http/openapi-app.js';
+import type { operations } from '../../../gen/openapi/control-plane.js';
 import type { RouteModule } from '../../shared/service.js';
-import { createBundle, type BundleCreate } from '../../core/bundles/create-bundle.js';
+import { createBundle } from '../../core/bundles/create-bundle.js';
 import { deactivateBundleVersion, getBundleVersion, listBundles } from '../../core/bundles/bundle-queries.js';
 import { bundleValidationError, checkBundleInput, type Issue } from '../../core/bundles/validate-bundle.js';
 import { findNul } from '../../core/graph/input-text.js';
@@ -23,7 +24,7 @@ function valueAt(body: unknown, path: string): string | undefined {
  * store-dependent problem found in what is well-formed), with the bundle and each reference
  * named: a malformed corpus file is reported at once, never as a bare schema error.
  */
-async function createBundleValidationFail(req: RequestInfo, ctx: AppContext, errors: ValidationIssue[]) {
+async function createBundleValidationFail(req: UncheckedRequest, ctx: AppContext, errors: ValidationIssue[]) {
   const issues: Issue[] = errors.map((e) => {
     const value = /^\/body\/(imports|scds)\/\d+$/.test(e.path) ? valueAt(req.body, e.path) : undefined;
     return value
@@ -42,14 +43,14 @@ async function createBundleValidationFail(req: RequestInfo, ctx: AppContext, err
   return errorResult(bundleValidationError(req.body, issues));
 }
 
-export const routes: RouteModule = {
+export const routes = {
   handlers: {
     async createBundle(req, ctx) {
       const nul = findNul(req.body);
       if (nul !== null) {
         throw bundleValidationError(req.body, [{ path: `/body${nul}`, rule: 'nul_character', message: `/body${nul} contains the NUL character (U+0000), which cannot be stored` }]);
       }
-      return { status: 201, body: await createBundle(ctx, req.body as BundleCreate) };
+      return { status: 201, body: await createBundle(ctx, req.body) };
     },
     async listBundles(req, ctx) {
       const q = req.query;
@@ -64,4 +65,4 @@ export const routes: RouteModule = {
     },
   },
   validationFail: { createBundle: createBundleValidationFail },
-};
+} satisfies RouteModule<operations>;

@@ -2,6 +2,7 @@
  * Renders a context request's answer, transport-neutral (REST through the edge and the
  * node:http fast path share it): the JSON body as bytes, never throwing.
  */
+import type { components } from '../../../gen/openapi/control-plane.js';
 import type { AppContext } from '../../shared/app-context.js';
 import type { ValidationIssue } from '../../shared/http/openapi-app.js';
 import { scdContentJsonBytes, type SelectedContext } from '../../core/graph/select.js';
@@ -21,7 +22,8 @@ export interface ContextAnswer {
 }
 
 const EMPTY = Buffer.alloc(0);
-const json = (status: number, body: unknown): ContextAnswer => ({ status, head: Buffer.from(JSON.stringify(body), 'utf8'), tail: EMPTY });
+/** A refusal: the contract's ContextError (the success body is written as bytes below). */
+const json = (status: number, body: components['schemas']['ContextError']): ContextAnswer => ({ status, head: Buffer.from(JSON.stringify(body), 'utf8'), tail: EMPTY });
 /** The whole body in one buffer (for the edge, which wants one). */
 export const answerBytes = (a: ContextAnswer): Buffer => (a.tail.length ? Buffer.concat([a.head, a.tail]) : a.head);
 export const internalErrorAnswer = (): ContextAnswer => json(500, { success: false, error_code: 'INTERNAL_ERROR', error_message: 'Internal error' });

@@ -8,7 +8,8 @@
  * everything else goes through the edge. Both end in `answerContext` below.
  */
 import type { AppContext } from '../../shared/app-context.js';
-import { BODY_LIMIT_BYTES, type HandlerResult, type RequestInfo, type ValidationIssue } from '../../shared/http/openapi-app.js';
+import { BODY_LIMIT_BYTES, type UncheckedRequest, type ValidationIssue } from '../../shared/http/openapi-app.js';
+import type { operations } from '../../../gen/openapi/control-plane.js';
 import type { RouteModule } from '../../shared/service.js';
 import { answerBytes, answerContext, CONTENT_TYPE, internalErrorAnswer, type ContextAnswer } from './answer.js';
 import { mintSubscribeTokenHandler } from './token.js';
@@ -18,11 +19,15 @@ function toResponse(a: ContextAnswer, requestId?: string): Response {
   return new Response(answerBytes(a) as Uint8Array<ArrayBuffer>, { status: a.status, headers: { 'content-type': CONTENT_TYPE, ...(requestId ? { 'x-request-id': requestId } : {}) } });
 }
 
-async function viaEdge(req: RequestInfo, ctx: AppContext, issues: ValidationIssue[] | null, tooLarge = false): Promise<HandlerResult> {
+/**
+ * The context API's answer through the edge: its own bytes (a Response), so the JSON body is
+ * not checked against `ContextResponse` here; answer.ts builds it (and the fast path shares it).
+ */
+async function viaEdge(req: UncheckedRequest, ctx: AppContext, issues: ValidationIssue[] | null, tooLarge = false): Promise<Response> {
   return toResponse(await answerContext(ctx, { requestId: req.requestId, apiKey: req.headers['x-api-key'], body: req.body, issues, tooLarge }), req.requestId);
 }
 
-export const routes: RouteModule = {
+export const routes = {
   handlers: {
     requestContext: (req, ctx) => viaEdge(req, ctx, null),
     mintSubscribeToken: mintSubscribeTokenHandler,
@@ -37,4 +42,4 @@ export const routes: RouteModule = {
     requestContext: (req, ctx) => viaEdge(req, ctx, [{ path: '/body', rule: 'maxBodySize', message: `must NOT be larger than ${BODY_LIMIT_BYTES} bytes` }], true),
   },
   preHandle: contextFastPath,
-};
+} satisfies RouteModule<operations>;

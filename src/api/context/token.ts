@@ -6,6 +6,7 @@
  */
 import type { AppContext } from '../../shared/app-context.js';
 import { AppError } from '../../shared/errors.js';
+import type { operations } from '../../../gen/openapi/control-plane.js';
 import { errorResult, type OperationHandler } from '../../shared/http/openapi-app.js';
 import { verifyAgentKey } from '../../core/keys/verify-key.js';
 import { signSubscribeToken } from '../../core/tokens/jwt.js';
@@ -28,10 +29,9 @@ export async function mintSubscribeToken(ctx: AppContext, input: { agentId: stri
   return { token, agentId: input.agentId, expiresAt };
 }
 
-export const mintSubscribeTokenHandler: OperationHandler<AppContext> = async (req, ctx) => {
+export const mintSubscribeTokenHandler: OperationHandler<operations['mintSubscribeToken'], AppContext> = async (req, ctx) => {
   const key = await verifyAgentKey(ctx, req.headers['x-api-key']);
   if (!key.ok) return errorResult(new AppError('auth_failed', key.reason));
-  const body = (req.body ?? {}) as { ttl_seconds?: number };
-  const minted = await mintSubscribeToken(ctx, { agentId: key.agentId, keyExpiresAt: key.expiresAt, ttlSeconds: body.ttl_seconds ?? DEFAULT_TOKEN_TTL_S });
+  const minted = await mintSubscribeToken(ctx, { agentId: key.agentId, keyExpiresAt: key.expiresAt, ttlSeconds: req.body?.ttl_seconds ?? DEFAULT_TOKEN_TTL_S });
   return { status: 200, body: { token: minted.token, agent_id: minted.agentId, expires_at: minted.expiresAt.toISOString() } };
 };

@@ -1,9 +1,10 @@
 /** Deployment routes (spec 4.4): deploy, read one, list. */
+import type { operations } from '../../../gen/openapi/control-plane.js';
 import type { RouteModule } from '../../shared/service.js';
 import { refuseNul } from '../../core/graph/input-text.js';
 import { createDeployment, getDeployment, listDeployments } from '../../core/deployments/deployment-service.js';
 
-export const routes: RouteModule = {
+export const routes = {
   handlers: {
     async createDeployment(req, ctx) {
       refuseNul(req.body);
@@ -16,4 +17,4 @@ export const routes: RouteModule = {
       return { status: 200, body: await listDeployments(ctx, { status: req.query.status, limit: req.query.limit ?? 100, offset: req.query.offset ?? 0 }) };
     },
   },
-};
+} satisfies RouteModule<operations>;

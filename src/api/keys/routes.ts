@@ -1,5 +1,6 @@
 /** Agent API key routes (spec 4.2, 3.2) and the expiry job started with the API. */
 import { AppError } from '../../shared/errors.js';
+import type { operations } from '../../../gen/openapi/control-plane.js';
 import type { RouteModule } from '../../shared/service.js';
 import { startExpiryJob } from '../../core/keys/expiry-job.js';
 import { issueApiKey, listApiKeys, revokeApiKey } from '../../core/keys/manage-keys.js';
@@ -15,7 +16,7 @@ function revokedBy(query: Record<string, unknown>, body: unknown): string {
   return (q ?? b)!;
 }
 
-export const routes: RouteModule = {
+export const routes = {
   handlers: {
     listAgentApiKeys: async (req, ctx) => ({ status: 200, body: await listApiKeys(ctx, req.params.agent_id) }),
     // The body carries the plaintext key: no cache may keep it.
@@ -26,4 +27,4 @@ export const routes: RouteModule = {
     },
   },
   start: (ctx) => startExpiryJob(ctx),
-};
+} satisfies RouteModule<operations>;

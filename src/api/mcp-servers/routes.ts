@@ -1,8 +1,9 @@
 /** MCP server registry routes (spec 4.3). */
+import type { operations } from '../../../gen/openapi/control-plane.js';
 import type { RouteModule } from '../../shared/service.js';
 import { createMcpServer, deleteMcpServer, getMcpServer, listMcpServers, updateMcpServer } from '../../core/mcp-servers/service.js';
 
-export const routes: RouteModule = {
+export const routes = {
   handlers: {
     createMcpServer: async (req, ctx) => ({ status: 200, body: await createMcpServer(ctx, req.body) }),
     listMcpServers: async (req, ctx) => ({ status: 200, body: await listMcpServers(ctx, req.query) }),
@@ -10,4 +11,4 @@ export const routes: RouteModule = {
     updateMcpServer: async (req, ctx) => ({ status: 200, body: await updateMcpServer(ctx, req.params.server_id, req.body) }),
     deleteMcpServer: async (req, ctx) => ({ status: 200, body: await deleteMcpServer(ctx, req.params.server_id) }),
   },
-};
+} satisfies RouteModule<operations>;

@@ -1,9 +1,10 @@
 /** Tag routes (spec 4.4): create, list, read, move. */
+import type { operations } from '../../../gen/openapi/control-plane.js';
 import type { RouteModule } from '../../shared/service.js';
 import { refuseNul } from '../../core/graph/input-text.js';
 import { createTag, getTag, listTags, moveTag } from '../../core/tags/tag-service.js';
 
-export const routes: RouteModule = {
+export const routes = {
   handlers: {
     async createTag(req, ctx) {
       refuseNul(req.body);
@@ -20,4 +21,4 @@ export const routes: RouteModule = {
       return { status: 200, body: await moveTag(ctx, req.params.tag, req.body) };
     },
   },
-};
+} satisfies RouteModule<operations>;

@@ -5,6 +5,7 @@
  */
 import os from 'node:os';
 import type { AppContext } from '../../shared/app-context.js';
+import type { operations } from '../../../gen/openapi/collector.js';
 import type { RouteModule } from '../../shared/service.js';
 import { codeCli } from '../code-cli/definition.js';
 import { cowork } from '../cowork/definition.js';
@@ -59,15 +60,15 @@ export async function startCollectors(ctx: AppContext): Promise<() => Promise<vo
   };
 }
 
-export const routes: RouteModule = {
+export const routes = {
   handlers: {
     listObservedActivity: (req, ctx) => ({
       status: 200,
-      body: listObservedActivity(ctx, { limit: req.query.limit, sourceId: typeof req.query.source_id === 'string' ? req.query.source_id : undefined }),
+      body: listObservedActivity(ctx, { limit: req.query.limit, sourceId: req.query.source_id }),
     }),
     listActivitySources: (_req, ctx) => ({ status: 200, body: listActivitySources(ctx) }),
-    getActivitySourceCoverage: (req, ctx) => ({ status: 200, body: getActivitySourceCoverage(ctx, String(req.params.source_id)) }),
+    getActivitySourceCoverage: (req, ctx) => ({ status: 200, body: getActivitySourceCoverage(ctx, req.params.source_id) }),
     getActivityStats: (_req, ctx) => ({ status: 200, body: getActivityStats(ctx) }),
   },
   start: startCollectors,
-};
+} satisfies RouteModule<operations>;

@@ -2,7 +2,10 @@
 import type { AppContext } from '../../shared/app-context.js';
 import { AppError } from '../../shared/errors.js';
 import { collectorStore } from '../store/context.js';
-import type { ActivitySource, ActivityStats, CoverageManifest, ObservedActivity, SourceId } from '../store/store.js';
+import type { components } from '../../../gen/openapi/collector.js';
+import type { ActivityStats } from '../store/store.js';
+
+type S = components['schemas'];
 
 export const OBSERVED_DEFAULT_LIMIT = 50;
 export const OBSERVED_MAX_LIMIT = 500;
@@ -14,16 +17,16 @@ export function clampLimit(raw: unknown): number {
   return Math.min(OBSERVED_MAX_LIMIT, Math.max(1, Math.trunc(n)));
 }
 
-export function listObservedActivity(ctx: AppContext, input: { limit?: unknown; sourceId?: string }): { events: ObservedActivity[]; limit: number } {
+export function listObservedActivity(ctx: AppContext, input: { limit?: number; sourceId?: string }): S['ObservedActivityList'] {
   const limit = clampLimit(input.limit);
   return { events: collectorStore(ctx).listObserved({ limit, sourceId: input.sourceId }), limit };
 }
 
-export function listActivitySources(ctx: AppContext): { sources: ActivitySource[] } {
+export function listActivitySources(ctx: AppContext): S['ActivitySourceList'] {
   return { sources: collectorStore(ctx).listSources() };
 }
 
-export function getActivitySourceCoverage(ctx: AppContext, sourceId: string): CoverageManifest & { source_id: SourceId } {
+export function getActivitySourceCoverage(ctx: AppContext, sourceId: string): S['CoverageManifest'] {
   const m = collectorStore(ctx).getCoverage(sourceId);
   if (!m) throw new AppError('not_found', `No activity source ${sourceId}`);
   return m;

@@ -23,11 +23,8 @@ export type ObservedActivity = components['schemas']['ObservedActivity'];
 export type ActivitySource = components['schemas']['ActivitySource'];
 export type ActivityStats = components['schemas']['ActivityStats'];
 
-export interface CoverageManifest {
-  captures: string[];
-  does_not_capture: string[];
-  caveats: string[];
-}
+/** A collector's declared coverage: the contract's CoverageManifest without `source_id`, the row's key. */
+export type CoverageManifest = Omit<components['schemas']['CoverageManifest'], 'source_id'>;
 
 /** A row as written: raw_attributes is JSON text. */
 export interface ActivityRow {
@@ -278,7 +275,7 @@ export class CollectorStore {
       .all() as ActivitySource[];
   }
 
-  getCoverage(sourceId: string): (CoverageManifest & { source_id: SourceId }) | null {
+  getCoverage(sourceId: string): components['schemas']['CoverageManifest'] | null {
     const row = this.db.prepare('SELECT source_id, coverage_json FROM activity_sources WHERE source_id = ?').get(sourceId) as
       | { source_id: SourceId; coverage_json: string }
       | undefined;

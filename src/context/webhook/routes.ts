@@ -6,15 +6,16 @@
  */
 import type { AppContext } from '../../shared/app-context.js';
 import { AppError } from '../../shared/errors.js';
-import { errorResult, type HandlerResult, type RequestInfo, type ValidationIssue } from '../../shared/http/openapi-app.js';
+import { errorResult, type ErrorReply, type UncheckedRequest, type ValidationIssue } from '../../shared/http/openapi-app.js';
+import type { operations } from '../../../gen/openapi/context-webhook.js';
 import type { RouteModule } from '../../shared/service.js';
 import { verifyWebhookToken } from '../../core/tokens/jwt.js';
-import { acceptTagUpdate, type TagUpdate } from './tag-update.js';
+import { acceptTagUpdate } from './tag-update.js';
 
 const CHALLENGE = { 'www-authenticate': 'Bearer' };
 
 /** Null when the bearer token is good; otherwise the 401 to answer. */
-async function checkBearer(req: RequestInfo, ctx: AppContext): Promise<HandlerResult | null> {
+async function checkBearer(req: Pick<UncheckedRequest, 'headers'>, ctx: AppContext): Promise<ErrorReply | null> {
   const header = req.headers['authorization'];
   if (!header) return errorResult(new AppError('auth_failed', 'Authorization: Bearer <token> is required'), CHALLENGE);
   const m = /^Bearer[ \t]+([^\s]+)[ \t]*$/i.exec(header);
@@ -24,12 +25,12 @@ async function checkBearer(req: RequestInfo, ctx: AppContext): Promise<HandlerRe
   return null;
 }
 
-export const routes: RouteModule = {
+export const routes = {
   handlers: {
     async receiveTagUpdate(req, ctx) {
       const denied = await checkBearer(req, ctx);
       if (denied) return denied;
-      const { deliveredTo } = await acceptTagUpdate(ctx, req.body as TagUpdate);
+      const { deliveredTo } = await acceptTagUpdate(ctx, req.body);
       return { status: 202, body: { status: 'accepted', delivered_to: deliveredTo } };
     },
   },
@@ -40,4 +41,4 @@ export const routes: RouteModule = {
       return errorResult(new AppError('validation_error', 'The request does not match the contract', { details: { errors } }));
     },
   },
-};
+} satisfies RouteModule<operations>;

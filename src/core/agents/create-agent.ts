@@ -4,9 +4,8 @@ import type { AppContext } from '../../shared/app-context.js';
 import { AppError } from '../../shared/errors.js';
 import { assertUnderCap, intentsToStore, lockAgentCap, syncAgentGraph, toAgent, type Agent, type AgentRow } from './agent-store.js';
 
-type AgentCreate = components['schemas']['AgentCreate'];
-/** The contract's body; fields with a contract default may be left out by other callers. */
-export type CreateAgentInput = Omit<AgentCreate, 'status' | 'created_by'> & Partial<Pick<AgentCreate, 'status' | 'created_by'>>;
+/** The contract's body; `status` and `created_by` (contract defaults) may be left out, and are defaulted here. */
+export type CreateAgentInput = components['schemas']['AgentCreate'];
 
 export async function createAgent(ctx: AppContext, input: CreateAgentInput): Promise<Agent> {
   // The contract already allows only false here; the verb holds the rule for other callers too.

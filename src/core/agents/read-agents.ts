@@ -1,5 +1,5 @@
 /** Agent reads: the filtered, paged list and one agent with every key it was ever issued. */
-import type { components } from '../../../gen/openapi/control-plane.js';
+import type { components, operations } from '../../../gen/openapi/control-plane.js';
 import type { AppContext } from '../../shared/app-context.js';
 import { listKeyRows, toApiKey } from '../keys/key-store.js';
 import { getAgentRow, toAgent, type AgentRow } from './agent-store.js';
@@ -7,12 +7,8 @@ import { getAgentRow, toAgent, type AgentRow } from './agent-store.js';
 export type AgentList = components['schemas']['AgentList'];
 export type AgentDetail = components['schemas']['AgentDetail'];
 
-export interface ListAgentsInput {
-  role_id?: string;
-  status?: 'active' | 'suspended' | 'revoked' | 'inactive';
-  limit?: number;
-  offset?: number;
-}
+/** The filters and paging of `GET /api/agents` (its query parameters). */
+export type ListAgentsInput = NonNullable<operations['listAgents']['parameters']['query']>;
 
 export async function listAgents(ctx: AppContext, input: ListAgentsInput): Promise<AgentList> {
   const limit = input.limit ?? 100;

@@ -13,6 +13,7 @@ import { assertUnderCap, getAgentRow, intentsToStore, lockAgentCap, syncAgentGra
 
 export type UpdateAgentInput = components['schemas']['AgentUpdate'];
 export type AgentPolicyInput = components['schemas']['AgentPolicyUpdate'];
+export type AgentRevocation = components['schemas']['AgentRevocation'];
 
 export const AGENT_REVOKED_BY = 'system:agent-revoked';
 
@@ -91,7 +92,7 @@ export async function setAgentPolicy(ctx: AppContext, agentId: string, input: Ag
 }
 
 /** DELETE: revoke the agent and its active keys in one transaction; idempotent. */
-export async function revokeAgent(ctx: AppContext, agentId: string): Promise<{ agent: Agent; revoked_key_count: number }> {
+export async function revokeAgent(ctx: AppContext, agentId: string): Promise<AgentRevocation> {
   const now = ctx.clock.now();
   try {
     return await ctx.db.tx(async (db) => {

@@ -7,17 +7,12 @@
 import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../../shared/app-context.js';
 import { AppError } from '../../shared/errors.js';
+import type { components } from '../../../gen/openapi/control-plane.js';
 import { canonicalJson, sha256Hex } from './hash.js';
 
-export interface AgentOutput {
-  output_id: string;
-  request_id: string;
-  agent_id: string;
-  output: Record<string, unknown>;
-  output_type: string | null;
-  output_hash: string;
-  created_at: string;
-}
+export type AgentOutput = components['schemas']['AgentOutput'];
+export type AgentOutputCreate = components['schemas']['AgentOutputCreate'];
+export type AgentOutputReceipt = components['schemas']['AgentOutputReceipt'];
 
 // eslint-disable-next-line no-control-regex
 const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
@@ -46,8 +41,8 @@ function firstUnstorable(v: unknown, path: string): string | null {
 export async function logAgentOutput(
   ctx: AppContext,
   agentId: string,
-  input: { request_id: string; output: Record<string, unknown>; output_type?: string },
-): Promise<Omit<AgentOutput, 'output' | 'output_type'>> {
+  input: AgentOutputCreate,
+): Promise<AgentOutputReceipt> {
   const bad = firstUnstorable(input.output, '/body/output') ?? (input.output_type !== undefined ? firstUnstorable(input.output_type, '/body/output_type') : null);
   if (bad) {
     throw new AppError('validation_error', 'The output contains text that cannot be stored exactly (NUL or a lone surrogate)', {

@@ -9,6 +9,8 @@ import type { components } from '../../../gen/openapi/control-plane.js';
 
 /** The wire shape of an audit record comes from the contract (gen/), never a hand-written copy. */
 export type AuditRecord = components['schemas']['AuditRecord'];
+export type AuditRecordPage = components['schemas']['AuditRecordPage'];
+export type AuditChain = components['schemas']['AuditChain'];
 
 const COLUMNS = `request_id, agent_id, task_type, request_params, intent_valid, validation_errors, context_bundle_ids,
   context_scd_ids, processing_time_ms, requested_at, chain_sequence, previous_hash, record_hash, content_hash, chain_id,
@@ -65,7 +67,7 @@ function toDate(v: string, name: string): Date {
 }
 
 /** A page of records matching every given filter; `next_after_sequence` is set when the page is full. */
-export async function listAuditRequests(ctx: AppContext, q: AuditQuery): Promise<{ records: AuditRecord[]; next_after_sequence: number | null }> {
+export async function listAuditRequests(ctx: AppContext, q: AuditQuery): Promise<AuditRecordPage> {
   const where: string[] = [];
   const params: unknown[] = [];
   const add = (sql: string, v: unknown) => {
@@ -88,7 +90,7 @@ export async function listAuditRequests(ctx: AppContext, q: AuditQuery): Promise
 }
 
 /** The records of one multi-agent chain; 404 when none carries the id. */
-export async function getAuditChain(ctx: AppContext, chainId: string): Promise<{ chain_id: string; records: AuditRecord[] }> {
+export async function getAuditChain(ctx: AppContext, chainId: string): Promise<AuditChain> {
   const rows = await ctx.db.query(`SELECT ${COLUMNS} FROM agent_context_requests WHERE chain_id = $1 ORDER BY chain_sequence`, [chainId]);
   if (!rows.length) throw new AppError('not_found', 'No audit record carries this chain_id');
   return { chain_id: chainId, records: rows.map(toAuditRecord) };

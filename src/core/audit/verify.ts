@@ -24,20 +24,9 @@ import { genesisHash } from '../../shared/app-context.js';
 import { LEGACY_SENTINEL } from './hash.js';
 import { CopyBinaryReader, forEachCopyBinaryRow, int64, type RowHandler } from './copy-binary.js';
 import { ByteChainChecker, CHECK_COLUMNS, N_CHECK_COLUMNS } from './chain-check.js';
+import type { components } from '../../../gen/openapi/control-plane.js';
 
-export interface AuditVerifyResult {
-  status: 'ok' | 'tampered';
-  record_count: number;
-  legacy_record_count: number;
-  first_chained_sequence: number | null;
-  last_verified_at: string;
-  tampered_at_sequence: number | null;
-  tampered_field_chain: 'record_hash' | 'content_hash' | null;
-  error: string | null;
-  genesis_hash: string | null;
-  deployment_id: string | null;
-  initialized_at: string | null;
-}
+export type AuditVerifyResult = components['schemas']['AuditVerifyResult'];
 
 const PAGE = 2000;
 

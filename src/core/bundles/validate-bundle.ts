@@ -10,18 +10,13 @@
  */
 import YAML from 'yaml';
 import type { Db } from '../db/index.js';
-import { AppError } from '../../shared/errors.js';
+import { AppError, type ValidationIssue } from '../../shared/errors.js';
 import { checkBundle, checkScd, type BundleType, type Finding } from '../../shared/scs/index.js';
 import { loadHeads, resolveImport, type BundleHead } from '../graph/resolve.js';
 import { parseRef, SCD_ID_RE } from '../graph/refs.js';
 
-export interface Issue {
-  path: string;
-  rule: string;
-  message: string;
-  severity?: 'error' | 'warning';
-  reference?: string;
-}
+/** One problem of a bundle: the contract's ValidationIssue (with `reference` and `severity`). */
+export type Issue = ValidationIssue;
 
 export interface ScdSource {
   document: Record<string, unknown>;

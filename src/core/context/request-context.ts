@@ -14,13 +14,15 @@
  *   (fail closed);
  * - a refusal says why without revealing anything about other agents.
  */
+import type { components } from '../../../gen/openapi/control-plane.js';
 import type { AppContext } from '../../shared/app-context.js';
 import type { ValidationIssue } from '../../shared/errors.js';
 import { verifyAgentKey } from '../keys/verify-key.js';
 import { selectContext, type SelectedContext } from '../graph/select.js';
 import { appendAudit, type AuditEntry } from '../audit/writer.js';
 
-export type ContextErrorCode = 'AUTH_FAILED' | 'INTENT_NOT_ALLOWED' | 'VALIDATION_ERROR' | 'INTERNAL_ERROR';
+/** The context API's refusal codes: the contract's `ContextError.error_code` (REST) and gRPC `error_code`. */
+export type ContextErrorCode = components['schemas']['ContextError']['error_code'];
 
 export interface ContextRequestInput {
   /** The audit record's id (a UUID v4). */

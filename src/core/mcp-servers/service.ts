@@ -5,16 +5,18 @@
  * asking for true is refused rather than silently recorded as verified).
  */
 import { randomBytes } from 'node:crypto';
-import type { components } from '../../../gen/openapi/control-plane.js';
+import type { components, operations } from '../../../gen/openapi/control-plane.js';
 import type { AppContext } from '../../shared/app-context.js';
 import { AppError } from '../../shared/errors.js';
 import { ownerUnverifiable } from '../agents/create-agent.js';
 
 export type McpServer = components['schemas']['McpServer'];
-/** The contract's body; `created_by` (default `admin`) may be left out by other callers. */
-export type McpServerCreate = Omit<components['schemas']['McpServerCreate'], 'created_by'> & { created_by?: string };
+/** The contract's body; `created_by` (contract default `admin`) may be left out, and is defaulted here. */
+export type McpServerCreate = components['schemas']['McpServerCreate'];
 export type McpServerUpdate = components['schemas']['McpServerUpdate'];
 export type McpServerList = components['schemas']['McpServerList'];
+/** The filters and paging of `GET /api/mcp-servers` (its query parameters). */
+export type ListMcpServersInput = NonNullable<operations['listMcpServers']['parameters']['query']>;
 
 interface McpRow {
   server_id: string;
@@ -54,7 +56,7 @@ export async function createMcpServer(ctx: AppContext, input: McpServerCreate): 
   return toServer(row);
 }
 
-export async function listMcpServers(ctx: AppContext, input: { status?: McpServer['status']; limit?: number; offset?: number }): Promise<McpServerList> {
+export async function listMcpServers(ctx: AppContext, input: ListMcpServersInput): Promise<McpServerList> {
   const limit = Math.min(input.limit ?? 50, 100);
   const offset = input.offset ?? 0;
   const filter = input.status ? 'WHERE status = $1' : '';

@@ -18,6 +18,9 @@ import { headsAt, resolveInMemory, type Resolution } from '../graph/resolve.js';
 
 type Tag = components['schemas']['Tag'];
 type TagList = components['schemas']['TagList'];
+export type TagCreate = components['schemas']['TagCreate'];
+/** The body of `PUT /api/tags/{tag}` (the contract's TagUpdate: the new target). */
+export type TagMove = components['schemas']['TagUpdate'];
 
 type TagRow = {
   tag_name: string;
@@ -100,7 +103,7 @@ async function publishTagUpdate(ctx: AppContext, contentVersion: number, tag: Ta
   if (!ok) ctx.logger.warn('tag update not published (broker unavailable); subscribers resynchronize on reconnect', { tag: tag.tag });
 }
 
-export async function createTag(ctx: AppContext, input: { tag: string; bundle_id: string; bundle_version: string; description?: string | null }): Promise<Tag> {
+export async function createTag(ctx: AppContext, input: TagCreate): Promise<Tag> {
   const root = pinned(input.bundle_id, input.bundle_version);
   const { v, tag } = await ctx.db.tx(async (t) => {
     const { version: v, bundlesVersion } = await bumpVersions(t, false);
@@ -123,7 +126,7 @@ export async function createTag(ctx: AppContext, input: { tag: string; bundle_id
   return tag;
 }
 
-export async function moveTag(ctx: AppContext, name: string, input: { bundle_id: string; bundle_version: string; description?: string | null }): Promise<Tag> {
+export async function moveTag(ctx: AppContext, name: string, input: TagMove): Promise<Tag> {
   const root = pinned(input.bundle_id, input.bundle_version);
   const { v, tag } = await ctx.db.tx(async (t) => {
     const { version: v, bundlesVersion } = await bumpVersions(t, false);

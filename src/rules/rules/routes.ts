@@ -1,9 +1,10 @@
 /** Rules engine routes (spec 4.6, port 8001). */
+import type { operations } from '../../../gen/openapi/rules.js';
 import type { RouteModule } from '../../shared/service.js';
 import { refuseNul } from '../../core/graph/input-text.js';
 import { createRule, createRuleSchema, createRuleSet, getRuleSchema, listRules, listRuleSets } from '../../core/rules/rule-service.js';
 
-export const routes: RouteModule = {
+export const routes = {
   handlers: {
     async createRuleSchema(req, ctx) {
       refuseNul(req.body);
@@ -27,4 +28,4 @@ export const routes: RouteModule = {
       return { status: 200, body: await listRules(ctx, req.params.rule_set_id, req.query.version) };
     },
   },
-};
+} satisfies RouteModule<operations>;

@@ -18,43 +18,44 @@ import addFormats from 'ajv-formats';
 import { AppError, type ValidationIssue } from '../errors.js';
 export type { ValidationIssue } from '../errors.js';
 import type { Logger } from '../logger.js';
+import type { ErrorReply, Handlers, OperationsShape, UncheckedRequest, UncheckedResult, ValidationFailHandler } from './contract-types.js';
 
 export const BODY_LIMIT_BYTES = 16 * 1024 * 1024;
 
-/** What a handler sees of the request: validated and coerced by the contract. */
-export interface RequestInfo {
-  requestId: string;
-  method: string;
-  path: string;
-  params: Record<string, any>;
-  query: Record<string, any>;
-  headers: Record<string, string>;
-  body: any;
-  /** The raw request (for streaming responses and abort signals). */
-  raw: Request;
-}
+export type {
+  ErrorReply,
+  HandlerResult,
+  Handlers,
+  OperationHandler,
+  OperationShape,
+  OperationsShape,
+  Reply,
+  RequestInfo,
+  UncheckedRequest,
+  UncheckedResult,
+  ValidationFailHandler,
+} from './contract-types.js';
 
-export type HandlerResult = Response | { status: number; body?: unknown; headers?: Record<string, string> };
+/**
+ * The edge's view of a handler: any request, any result. The one place the typed handlers
+ * are called with an unchecked request; openapi-backend has validated it against the same
+ * document the types come from, which is what makes this cast true.
+ */
+type AnyHandler<C> = (req: UncheckedRequest, ctx: C, oa: OaContext) => Promise<UncheckedResult> | UncheckedResult;
 
-export type OperationHandler<C> = (req: RequestInfo, ctx: C, oa: OaContext) => Promise<HandlerResult> | HandlerResult;
-export type Handlers<C> = Record<string, OperationHandler<C>>;
-
-/** Called instead of the generic 400 for one operation (the context API answers its own body). */
-export type ValidationFailHandler<C> = (req: RequestInfo, ctx: C, errors: ValidationIssue[]) => Promise<HandlerResult> | HandlerResult;
-
-export interface OpenApiAppOptions<C> {
+export interface OpenApiAppOptions<Ops extends OperationsShape<Ops>, C> {
   /** Path of the OpenAPI document, or the parsed document. */
   definition: string | Record<string, any>;
-  handlers: Handlers<C>;
+  handlers: Handlers<Ops, C, OaContext>;
   ctx: C;
   logger: Logger;
   /** The configured admin key; the empty string means not configured (503). */
   adminKey: string;
-  validationFail?: Record<string, ValidationFailHandler<C>>;
+  validationFail?: { [K in keyof Ops]?: ValidationFailHandler<Ops[K], C> };
   /** Called for an operation's unexpected error; answer with the operation's own error body. */
-  internalError?: Record<string, (req: RequestInfo, ctx: C, requestId: string) => HandlerResult>;
+  internalError?: { [K in keyof Ops]?: (req: UncheckedRequest, ctx: C, requestId: string) => UncheckedResult };
   /** Called instead of the generic 413 for one operation (the context API answers and audits its own). */
-  payloadTooLarge?: Record<string, (req: RequestInfo, ctx: C) => Promise<HandlerResult> | HandlerResult>;
+  payloadTooLarge?: { [K in keyof Ops]?: (req: UncheckedRequest, ctx: C) => Promise<UncheckedResult> | UncheckedResult };
 }
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest();
@@ -65,8 +66,9 @@ export function secretEquals(presented: string | undefined | null, expected: str
   return timingSafeEqual(sha256(presented), sha256(expected));
 }
 
-export function errorResult(err: AppError, extraHeaders?: Record<string, string>): HandlerResult {
-  return { status: err.status, body: err.toBody(), headers: extraHeaders };
+/** The answer for an AppError: its status from the one code-to-status table, the spec's Error body. */
+export function errorResult(err: AppError, extraHeaders?: Record<string, string>): ErrorReply {
+  return { status: err.status, body: err.toBody(), headers: extraHeaders } as ErrorReply;
 }
 
 
@@ -88,7 +90,7 @@ function formatValidationErrors(errors: any[] | null | undefined): ValidationIss
  * Creates the Hono app. The returned promise resolves once the contract is loaded and every
  * handler name is checked against its operationIds (a misspelt handler fails start-up).
  */
-export async function createOpenApiApp<C>(opts: OpenApiAppOptions<C>): Promise<Hono> {
+export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts: OpenApiAppOptions<Ops, C>): Promise<Hono> {
   const { logger, ctx } = opts;
   const api = new OpenAPIBackend({ definition: opts.definition as any, strict: true, validate: true, coerceTypes: true, quick: false, ajvOpts: { allErrors: true, strict: false } as any,
     // Formats (date-time, uuid, uri) are checked, not ignored.
@@ -102,12 +104,18 @@ export async function createOpenApiApp<C>(opts: OpenApiAppOptions<C>): Promise<H
   // call, several times per request; the definition never changes after init.
   const operations = api.router.getOperations();
   api.router.getOperations = () => operations;
+  // Loose views of the per-operation tables, for the routing below (keyed by operationId at run time).
+  const handlers = opts.handlers as Record<string, AnyHandler<C> | undefined>;
+  const validationFail = (opts.validationFail ?? {}) as Record<string, ((req: UncheckedRequest, ctx: C, errors: ValidationIssue[]) => Promise<UncheckedResult> | UncheckedResult) | undefined>;
+  const internalError = (opts.internalError ?? {}) as Record<string, ((req: UncheckedRequest, ctx: C, requestId: string) => UncheckedResult) | undefined>;
+  const payloadTooLarge = (opts.payloadTooLarge ?? {}) as Record<string, ((req: UncheckedRequest, ctx: C) => Promise<UncheckedResult> | UncheckedResult) | undefined>;
+
   const opIds = new Set(api.getOperations().map((o) => o.operationId));
-  for (const name of Object.keys(opts.handlers)) {
+  for (const name of Object.keys(handlers)) {
     if (!opIds.has(name)) throw new Error(`handler ${name} names no operation of the contract`);
   }
 
-  const toReq = (c: OaContext, raw: Request, requestId: string, body: unknown): RequestInfo => ({
+  const toReq = (c: OaContext, raw: Request, requestId: string, body: unknown): UncheckedRequest => ({
     requestId,
     method: raw.method,
     path: c.request?.path ?? new URL(raw.url).pathname,
@@ -133,14 +141,14 @@ export async function createOpenApiApp<C>(opts: OpenApiAppOptions<C>): Promise<H
       adminConfigured ? errorResult(new AppError('auth_failed', 'Invalid admin API key')) : errorResult(new AppError('unavailable', 'Admin API not configured')),
     validationFail: (c: OaContext, raw: Request, requestId: string, body: unknown) => {
       const errors = formatValidationErrors(c.validation?.errors as any[]);
-      const special = opts.validationFail?.[c.operation.operationId!];
+      const special = validationFail[c.operation.operationId!];
       if (special) return special(toReq(c, raw, requestId, body), ctx, errors);
       return errorResult(new AppError('validation_error', 'The request does not match the contract', { details: { errors } }));
     },
     notImplemented: (c: OaContext) => errorResult(new AppError('not_implemented', `${c.operation.operationId} is not implemented yet`)),
   });
-  for (const [opId, handler] of Object.entries(opts.handlers)) {
-    api.register(opId, (c: OaContext, ...[raw, requestId, body]: Args) => handler(toReq(c, raw, requestId, body), ctx, c));
+  for (const [opId, handler] of Object.entries(handlers)) {
+    if (handler) api.register(opId, (c: OaContext, ...[raw, requestId, body]: Args) => handler(toReq(c, raw, requestId, body), ctx, c));
   }
 
   const app = new Hono();
@@ -152,7 +160,7 @@ export async function createOpenApiApp<C>(opts: OpenApiAppOptions<C>): Promise<H
         const raw = c.req.raw;
         const url = new URL(raw.url);
         const op = opts.payloadTooLarge ? safeMatch(api, raw.method, url.pathname) : undefined;
-        const special = op ? opts.payloadTooLarge?.[op.operationId!] : undefined;
+        const special = op ? payloadTooLarge[op.operationId!] : undefined;
         if (!special) return c.json(new AppError('payload_too_large', `Request body exceeds ${BODY_LIMIT_BYTES} bytes`).toBody(), 413);
         const headers: Record<string, string> = {};
         raw.headers.forEach((v, k) => (headers[k] = v));
@@ -167,7 +175,7 @@ export async function createOpenApiApp<C>(opts: OpenApiAppOptions<C>): Promise<H
     const requestId = randomUUID();
     const raw = c.req.raw;
     const url = new URL(raw.url);
-    let result: HandlerResult;
+    let result: UncheckedResult;
     let opId: string | undefined;
     try {
       let body: unknown = undefined;
@@ -188,9 +196,9 @@ export async function createOpenApiApp<C>(opts: OpenApiAppOptions<C>): Promise<H
         opId = op?.operationId;
         if (op && op.security?.some((s: Record<string, unknown>) => 'AdminKey' in s) && !(adminConfigured && secretEquals(headers['x-admin-key'], opts.adminKey))) {
           result = adminConfigured ? errorResult(new AppError('auth_failed', 'Invalid admin API key')) : errorResult(new AppError('unavailable', 'Admin API not configured'));
-        } else if (op && opts.validationFail?.[op.operationId!]) {
+        } else if (op && validationFail[op.operationId!]) {
           const fake = { request: { path: url.pathname, params: {}, query: {}, headers }, operation: op } as unknown as OaContext;
-          result = await opts.validationFail[op.operationId!](toReq(fake, raw, requestId, undefined), ctx, [{ path: '/body', rule: 'json', message: 'body is not valid JSON' }]);
+          result = await validationFail[op.operationId!]!(toReq(fake, raw, requestId, undefined), ctx, [{ path: '/body', rule: 'json', message: 'body is not valid JSON' }]);
         } else if (!op) {
           result = errorResult(new AppError('not_found', 'No such route'));
         } else {
@@ -205,7 +213,7 @@ export async function createOpenApiApp<C>(opts: OpenApiAppOptions<C>): Promise<H
         result = errorResult(e);
       } else {
         logger.error('unhandled error', { requestId, method: raw.method, path: url.pathname, error: e as Error });
-        const special = opId ? opts.internalError?.[opId] : undefined;
+        const special = opId ? internalError[opId] : undefined;
         result = special
           ? special({ requestId, method: raw.method, path: url.pathname, params: {}, query: {}, headers: {}, body: undefined, raw }, ctx, requestId)
           : errorResult(new AppError('internal_error', 'Internal error', { details: { request_id: requestId } }));

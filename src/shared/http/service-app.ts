@@ -5,35 +5,58 @@ import type { AppContext } from '../app-context.js';
 import type { Config } from '../config.js';
 import type { HttpServiceDef, RouteModule, ServiceName } from '../service.js';
 import { SERVICE_VERSION } from '../version.js';
-import { createOpenApiApp, type OperationHandler } from './openapi-app.js';
+import type { components } from '../../../gen/openapi/control-plane.js';
+import type { OperationsShape, ServesEvery } from './contract-types.js';
+import { createOpenApiApp } from './openapi-app.js';
 
 export const SPEC_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../spec');
 
-/** `GET /health` body, the same on every service. */
-export function healthHandler(service: string): OperationHandler<AppContext> {
+/**
+ * `GET /health`, the same on every service. Its result type is spelled out so that it is
+ * checked against each service's own health operation where it is registered.
+ */
+export function healthHandler(service: string): () => { status: 200; body: components['schemas']['Health'] } {
   return () => ({ status: 200, body: { status: 'ok', service, version: SERVICE_VERSION } });
 }
 
-export function httpService(opts: {
+/**
+ * An HTTP service from its contract and its route modules: `httpService<operations>()({...})`,
+ * `operations` being generated from `specFile`. The modules must handle every operation of it
+ * between them (a spec that gains an operation fails typecheck until a handler serves it), and
+ * each handler is typed by its operation (see contract-types.ts). Curried because TypeScript
+ * cannot take `Ops` explicitly and infer the modules' own types in one call.
+ */
+export function httpService<Ops extends OperationsShape<Ops>>() {
+  return <const M extends readonly RouteModule<Ops>[]>(opts: {
+    name: ServiceName;
+    specFile: string;
+    port: (c: Config) => number;
+    host?: (c: Config) => string;
+    modules: M & ServesEvery<Ops, M>;
+  }): HttpServiceDef => serviceDef<Ops>(opts);
+}
+
+function serviceDef<Ops extends OperationsShape<Ops>>(opts: {
   name: ServiceName;
   specFile: string;
   port: (c: Config) => number;
   host?: (c: Config) => string;
-  modules: RouteModule[];
+  modules: readonly RouteModule<Ops>[];
 }): HttpServiceDef {
   const spec = path.join(SPEC_DIR, opts.specFile);
   const merged = <K extends 'handlers' | 'validationFail' | 'internalError' | 'payloadTooLarge'>(key: K) => {
-    const out: Record<string, any> = {};
+    const out: Record<string, unknown> = {};
     for (const m of opts.modules) {
-      for (const [k, v] of Object.entries(m[key] ?? {})) {
+      for (const [k, v] of Object.entries((m[key] ?? {}) as Record<string, unknown>)) {
         if (k in out) throw new Error(`${opts.name}: ${key} ${k} is registered twice`);
         out[k] = v;
       }
     }
-    return out;
+    // One service's modules merged: each was typed against the same Ops.
+    return out as NonNullable<RouteModule<Ops>[K]>;
   };
-  const starters = opts.modules.map((m) => m.start).filter((s): s is NonNullable<RouteModule['start']> => !!s);
-  const pres = opts.modules.map((m) => m.preHandle).filter((p): p is NonNullable<RouteModule['preHandle']> => !!p);
+  const starters = opts.modules.map((m) => m.start).filter((s): s is NonNullable<RouteModule<Ops>['start']> => !!s);
+  const pres = opts.modules.map((m) => m.preHandle).filter((p): p is NonNullable<RouteModule<Ops>['preHandle']> => !!p);
   return {
     kind: 'http',
     name: opts.name,

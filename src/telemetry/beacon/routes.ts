@@ -5,18 +5,21 @@
  */
 import type { AppContext } from '../../shared/app-context.js';
 import type { OperationHandler } from '../../shared/http/openapi-app.js';
+import type { operations } from '../../../gen/openapi/telemetry.js';
 import type { RouteModule } from '../../shared/service.js';
 import { getBeacon } from './beacon.js';
 import * as store from './store.js';
 
-const listLog: OperationHandler<AppContext> = async (req, ctx) => {
-  // The contract bounds both (limit 1-500, offset >= 0); defaults are applied here.
-  const limit = typeof req.query.limit === 'number' ? req.query.limit : 50;
-  const offset = typeof req.query.offset === 'number' ? req.query.offset : 0;
+/** Serves both log operations (`/log` and `/telemetry/log`), whose contracts are the same. */
+const listLog: OperationHandler<operations['listTelemetryLog'], AppContext> = async (req, ctx) => {
+  // The contract bounds both (limit 1-500, offset >= 0) and the edge coerces them to
+  // integers; the defaults are applied here.
+  const limit = req.query.limit ?? 50;
+  const offset = req.query.offset ?? 0;
   return { status: 200, body: await store.listEntries(ctx.db, limit, offset) };
 };
 
-export const routes: RouteModule = {
+export const routes = {
   handlers: {
     getTelemetryConfig: (_req, ctx) => ({ status: 200, body: getBeacon(ctx).configView() }),
     getTelemetryStats: async (_req, ctx) => ({ status: 200, body: await store.readStats(ctx.db) }),
@@ -29,4 +32,4 @@ export const routes: RouteModule = {
     await beacon.start();
     return () => beacon.stop();
   },
-};
+} satisfies RouteModule<operations>;
