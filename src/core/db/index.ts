@@ -147,7 +147,7 @@ function postgresDb(root: postgres.Sql, q: postgres.Sql | postgres.TransactionSq
     // back as strings, json is sent unserialized) for every raw query on the pool too. With
     // the client's own parsers drizzle's columns still map: a timestamptz arrives as a Date,
     // which drizzle's Date columns pass through; jsonb values drizzle sends are JSON text,
-    // which the json serializer above passes as they are. (schema.test.ts checks both.)
+    // which the json serializer above passes as they are. (orm.test.ts checks both.)
     orm: ormOver(new PostgresJsSession(q as postgres.Sql, dialect, undefined)),
     raw: root,
     pglite: null,
