@@ -3,36 +3,22 @@
  * the graph (Agent node; HAS_ROLE, HAS_OVERRIDE, HAS_RESTRICTION edges, source
  * `agent-registry`), kept in the same transaction as the row.
  */
+import { and, count, eq, inArray, ne } from 'drizzle-orm';
 import type { components } from '../../../gen/openapi/control-plane.js';
 import type { Db } from '../db/index.js';
+import { agents, graphEdges, graphNodes } from '../db/schema/index.js';
 import { AppError } from '../../shared/errors.js';
 import { intentsFromStore } from '../keys/verify-key.js';
 
 export type Agent = components['schemas']['Agent'];
 export type AgentStatus = Agent['status'];
-
-export interface AgentRow {
-  agent_id: string;
-  name: string;
-  description: string | null;
-  role_id: string;
-  allowed_intents: unknown;
-  overrides: string[];
-  restrictions: string[];
-  status: AgentStatus;
-  owner_name: string | null;
-  owner_verified: boolean;
-  created_by: string;
-  created_at: Date;
-  updated_at: Date;
-  organization_id: string | null;
-}
+export type AgentRow = typeof agents.$inferSelect;
 
 export const GRAPH_SOURCE = 'agent-registry';
 
-/** API strings to the store's `[{task_type}]` (JSON text for a `$n::jsonb` parameter). */
-export function intentsToStore(intents: string[]): string {
-  return JSON.stringify(intents.map((task_type) => ({ task_type })));
+/** API strings to the store's `[{task_type}]`. */
+export function intentsToStore(intents: string[]): { task_type: string }[] {
+  return intents.map((task_type) => ({ task_type }));
 }
 
 export function toAgent(r: AgentRow): Agent {
@@ -56,29 +42,30 @@ export function toAgent(r: AgentRow): Agent {
 
 /** The agent row, locked for the rest of the transaction when `lock` is set; 404 when absent. */
 export async function getAgentRow(db: Db, agentId: string, lock = false): Promise<AgentRow> {
-  const [row] = await db.query<AgentRow>(`SELECT * FROM agents WHERE agent_id = $1${lock ? ' FOR UPDATE' : ''}`, [agentId]);
+  const q = db.orm.select().from(agents).where(eq(agents.agent_id, agentId));
+  const [row] = lock ? await q.for('update') : await q;
   if (!row) throw new AppError('not_found', `Agent ${agentId} does not exist`);
   return row;
 }
 
 /** Rewrites the agent's node and edges from its row (inside the caller's transaction). */
 export async function syncAgentGraph(db: Db, row: Pick<AgentRow, 'agent_id' | 'role_id' | 'overrides' | 'restrictions'>): Promise<void> {
-  await db.query(`INSERT INTO graph_nodes (node_id, label) VALUES ($1, 'Agent') ON CONFLICT (node_id) DO NOTHING`, [row.agent_id]);
-  await db.query(`INSERT INTO graph_nodes (node_id, label) VALUES ($1, 'Role') ON CONFLICT (node_id) DO NOTHING`, [row.role_id]);
-  await db.query(`DELETE FROM graph_edges WHERE from_id = $1 AND source = $2 AND edge_type IN ('HAS_ROLE', 'HAS_OVERRIDE', 'HAS_RESTRICTION')`, [row.agent_id, GRAPH_SOURCE]);
-  await db.query(
-    `INSERT INTO graph_edges (edge_type, from_id, to_id, source)
-     SELECT 'HAS_ROLE', $1, $2, $5
-     UNION ALL SELECT 'HAS_OVERRIDE', $1, o, $5 FROM unnest($3::text[]) AS o
-     UNION ALL SELECT 'HAS_RESTRICTION', $1, r, $5 FROM unnest($4::text[]) AS r
-     ON CONFLICT DO NOTHING`,
-    [row.agent_id, row.role_id, row.overrides ?? [], row.restrictions ?? [], GRAPH_SOURCE],
-  );
+  await db.orm.insert(graphNodes).values({ node_id: row.agent_id, label: 'Agent' }).onConflictDoNothing({ target: graphNodes.node_id });
+  await db.orm.insert(graphNodes).values({ node_id: row.role_id, label: 'Role' }).onConflictDoNothing({ target: graphNodes.node_id });
+  await db.orm
+    .delete(graphEdges)
+    .where(and(eq(graphEdges.from_id, row.agent_id), eq(graphEdges.source, GRAPH_SOURCE), inArray(graphEdges.edge_type, ['HAS_ROLE', 'HAS_OVERRIDE', 'HAS_RESTRICTION'])));
+  const edge = (edge_type: 'HAS_ROLE' | 'HAS_OVERRIDE' | 'HAS_RESTRICTION', to_id: string) => ({ edge_type, from_id: row.agent_id, to_id, source: GRAPH_SOURCE });
+  // A policy may name an SCD twice: the unique (type, from, to, source) keeps one edge.
+  await db.orm
+    .insert(graphEdges)
+    .values([edge('HAS_ROLE', row.role_id), ...(row.overrides ?? []).map((o) => edge('HAS_OVERRIDE', o)), ...(row.restrictions ?? []).map((r) => edge('HAS_RESTRICTION', r))])
+    .onConflictDoNothing();
 }
 
 /** Non-revoked agents: what the license cap counts. */
 export async function countLicensedAgents(db: Db): Promise<number> {
-  const [r] = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM agents WHERE status <> 'revoked'`);
+  const [r] = await db.orm.select({ n: count() }).from(agents).where(ne(agents.status, 'revoked'));
   return r.n;
 }
 
@@ -88,6 +75,7 @@ export async function countLicensedAgents(db: Db): Promise<number> {
  * both see room.
  */
 export async function lockAgentCap(db: Db): Promise<void> {
+  // An advisory lock has no query-builder form: raw SQL on the same transaction.
   await db.query(`SELECT pg_advisory_xact_lock(hashtextextended('svc:agent-license-cap', 0))`);
 }
 

@@ -2,7 +2,8 @@
 import type { components } from '../../../gen/openapi/control-plane.js';
 import type { AppContext } from '../../shared/app-context.js';
 import { AppError } from '../../shared/errors.js';
-import { assertUnderCap, intentsToStore, lockAgentCap, syncAgentGraph, toAgent, type Agent, type AgentRow } from './agent-store.js';
+import { agents } from '../db/schema/index.js';
+import { assertUnderCap, intentsToStore, lockAgentCap, syncAgentGraph, toAgent, type Agent } from './agent-store.js';
 
 /** The contract's body; `status` and `created_by` (contract defaults) may be left out, and are defaulted here. */
 export type CreateAgentInput = components['schemas']['AgentCreate'];
@@ -21,26 +22,25 @@ export async function createAgent(ctx: AppContext, input: CreateAgentInput): Pro
       await lockAgentCap(db);
       await assertUnderCap(db, cap);
     }
-    const [row] = await db.query<AgentRow>(
-      `INSERT INTO agents (agent_id, name, description, role_id, allowed_intents, overrides, restrictions, status,
-                           owner_name, owner_verified, created_by, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5::jsonb, $6::text[], $7::text[], $8, $9, false, $10, $11, $11)
-       ON CONFLICT (agent_id) DO NOTHING
-       RETURNING *`,
-      [
-        input.agent_id,
-        input.name,
-        input.description ?? null,
-        input.role_id,
-        intentsToStore(input.allowed_intents),
-        input.overrides ?? [],
-        input.restrictions ?? [],
-        input.status ?? 'active',
-        input.owner_name ?? null,
-        input.created_by ?? 'admin',
-        now,
-      ],
-    );
+    const [row] = await db.orm
+      .insert(agents)
+      .values({
+        agent_id: input.agent_id,
+        name: input.name,
+        description: input.description ?? null,
+        role_id: input.role_id,
+        allowed_intents: intentsToStore(input.allowed_intents),
+        overrides: input.overrides ?? [],
+        restrictions: input.restrictions ?? [],
+        status: input.status ?? 'active',
+        owner_name: input.owner_name ?? null,
+        owner_verified: false,
+        created_by: input.created_by ?? 'admin',
+        created_at: now,
+        updated_at: now,
+      })
+      .onConflictDoNothing({ target: agents.agent_id })
+      .returning();
     if (!row) throw new AppError('conflict', `Agent ${input.agent_id} already exists (agent ids are never reused, revoked agents included)`);
     return toAgent(row);
   });

@@ -2,7 +2,9 @@
 import type { components, operations } from '../../../gen/openapi/control-plane.js';
 import type { AppContext } from '../../shared/app-context.js';
 import { listKeyRows, toApiKey } from '../keys/key-store.js';
-import { getAgentRow, toAgent, type AgentRow } from './agent-store.js';
+import { and, count, eq, ne } from 'drizzle-orm';
+import { agents } from '../db/schema/index.js';
+import { getAgentRow, toAgent } from './agent-store.js';
 
 export type AgentList = components['schemas']['AgentList'];
 export type AgentDetail = components['schemas']['AgentDetail'];
@@ -13,23 +15,12 @@ export type ListAgentsInput = NonNullable<operations['listAgents']['parameters']
 export async function listAgents(ctx: AppContext, input: ListAgentsInput): Promise<AgentList> {
   const limit = input.limit ?? 100;
   const offset = input.offset ?? 0;
-  const where: string[] = [];
-  const params: unknown[] = [];
-  if (input.role_id) {
-    params.push(input.role_id);
-    where.push(`role_id = $${params.length}`);
-  }
-  if (input.status === 'inactive') where.push(`status <> 'active'`);
-  else if (input.status) {
-    params.push(input.status);
-    where.push(`status = $${params.length}`);
-  }
-  const filter = where.length ? `WHERE ${where.join(' AND ')}` : '';
-  const [{ n }] = await ctx.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM agents ${filter}`, params);
-  const rows = await ctx.db.query<AgentRow>(
-    `SELECT * FROM agents ${filter} ORDER BY created_at, agent_id LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
-    [...params, limit, offset],
+  const filter = and(
+    input.role_id ? eq(agents.role_id, input.role_id) : undefined,
+    input.status === 'inactive' ? ne(agents.status, 'active') : input.status ? eq(agents.status, input.status) : undefined,
   );
+  const [{ n }] = await ctx.db.orm.select({ n: count() }).from(agents).where(filter);
+  const rows = await ctx.db.orm.select().from(agents).where(filter).orderBy(agents.created_at, agents.agent_id).limit(limit).offset(offset);
   return { agents: rows.map(toAgent), total: n, limit, offset };
 }
 

@@ -9,7 +9,9 @@ import type { AppContext } from '../../shared/app-context.js';
 import type { Db } from '../db/index.js';
 import { invalidateKeys } from '../keys/key-cache.js';
 import { ownerUnverifiable } from './create-agent.js';
-import { assertUnderCap, getAgentRow, intentsToStore, lockAgentCap, syncAgentGraph, toAgent, type Agent, type AgentRow } from './agent-store.js';
+import { and, eq } from 'drizzle-orm';
+import { agentApiKeys, agentPolicyOverrides, agents } from '../db/schema/index.js';
+import { assertUnderCap, getAgentRow, intentsToStore, lockAgentCap, syncAgentGraph, toAgent, type Agent } from './agent-store.js';
 
 export type UpdateAgentInput = components['schemas']['AgentUpdate'];
 export type AgentPolicyInput = components['schemas']['AgentPolicyUpdate'];
@@ -19,11 +21,11 @@ export const AGENT_REVOKED_BY = 'system:agent-revoked';
 
 /** Revokes the agent's active keys (inside the caller's transaction); returns how many. */
 export async function revokeAgentKeys(db: Db, agentId: string, at: Date): Promise<number> {
-  const rows = await db.query(
-    `UPDATE agent_api_keys SET status = 'revoked', is_active = false, revoked_at = $2, revoked_by = $3
-      WHERE agent_id = $1 AND status = 'active' RETURNING key_id`,
-    [agentId, at, AGENT_REVOKED_BY],
-  );
+  const rows = await db.orm
+    .update(agentApiKeys)
+    .set({ status: 'revoked', is_active: false, revoked_at: at, revoked_by: AGENT_REVOKED_BY })
+    .where(and(eq(agentApiKeys.agent_id, agentId), eq(agentApiKeys.status, 'active')))
+    .returning({ key_id: agentApiKeys.key_id });
   return rows.length;
 }
 
@@ -38,29 +40,21 @@ export async function updateAgent(ctx: AppContext, agentId: string, input: Updat
       if (input.status && input.status !== 'revoked' && cap > 0) await lockAgentCap(db);
       const cur = await getAgentRow(db, agentId, true);
       if (input.status && input.status !== 'revoked' && cur.status === 'revoked' && cap > 0) await assertUnderCap(db, cap);
-      const ownerGiven = input.owner_name !== undefined;
-      const [row] = await db.query<AgentRow>(
-        `UPDATE agents SET
-           name = COALESCE($2, name),
-           description = CASE WHEN $3 THEN $4 ELSE description END,
-           allowed_intents = COALESCE($5::jsonb, allowed_intents),
-           status = COALESCE($6, status),
-           owner_name = CASE WHEN $7 THEN $8 ELSE owner_name END,
-           owner_verified = false,
-           updated_at = $9
-         WHERE agent_id = $1 RETURNING *`,
-        [
-          agentId,
-          input.name ?? null,
-          input.description !== undefined,
-          input.description ?? null,
-          input.allowed_intents ? intentsToStore(input.allowed_intents) : null,
-          input.status ?? null,
-          ownerGiven,
-          input.owner_name ?? null,
-          now,
-        ],
-      );
+      // A field left out (or a null name, intents or status) keeps its stored value; a null
+      // description or owner_name clears it.
+      const [row] = await db.orm
+        .update(agents)
+        .set({
+          ...(input.name != null && { name: input.name }),
+          ...(input.description !== undefined && { description: input.description ?? null }),
+          ...(input.allowed_intents && { allowed_intents: intentsToStore(input.allowed_intents) }),
+          ...(input.status != null && { status: input.status }),
+          ...(input.owner_name !== undefined && { owner_name: input.owner_name ?? null }),
+          owner_verified: false,
+          updated_at: now,
+        })
+        .where(eq(agents.agent_id, agentId))
+        .returning();
       if (input.status === 'revoked') await revokeAgentKeys(db, agentId, now);
       return toAgent(row);
     });
@@ -74,15 +68,16 @@ export async function setAgentPolicy(ctx: AppContext, agentId: string, input: Ag
   try {
     return await ctx.db.tx(async (db) => {
       await getAgentRow(db, agentId, true);
-      const [row] = await db.query<AgentRow>(
-        `UPDATE agents SET overrides = COALESCE($2::text[], overrides), restrictions = COALESCE($3::text[], restrictions), updated_at = $4
-          WHERE agent_id = $1 RETURNING *`,
-        [agentId, input.overrides ?? null, input.restrictions ?? null, now],
-      );
-      await db.query(
-        `INSERT INTO agent_policy_overrides (agent_id, overrides, restrictions, set_by, set_at) VALUES ($1, $2::text[], $3::text[], $4, $5)`,
-        [agentId, row.overrides, row.restrictions, setBy, now],
-      );
+      const [row] = await db.orm
+        .update(agents)
+        .set({
+          ...(input.overrides != null && { overrides: input.overrides }),
+          ...(input.restrictions != null && { restrictions: input.restrictions }),
+          updated_at: now,
+        })
+        .where(eq(agents.agent_id, agentId))
+        .returning();
+      await db.orm.insert(agentPolicyOverrides).values({ agent_id: agentId, overrides: row.overrides, restrictions: row.restrictions, set_by: setBy, set_at: now });
       await syncAgentGraph(db, row);
       return toAgent(row);
     });
@@ -98,7 +93,7 @@ export async function revokeAgent(ctx: AppContext, agentId: string): Promise<Age
     return await ctx.db.tx(async (db) => {
       let row = await getAgentRow(db, agentId, true);
       if (row.status !== 'revoked') {
-        [row] = await db.query<AgentRow>(`UPDATE agents SET status = 'revoked', updated_at = $2 WHERE agent_id = $1 RETURNING *`, [agentId, now]);
+        [row] = await db.orm.update(agents).set({ status: 'revoked', updated_at: now }).where(eq(agents.agent_id, agentId)).returning();
       }
       const revoked = await revokeAgentKeys(db, agentId, now);
       return { agent: toAgent(row), revoked_key_count: revoked };

@@ -1,5 +1,7 @@
 /** Reading and deactivating bundle versions. */
+import { and, arrayContains, count, eq, sql } from 'drizzle-orm';
 import type { AppContext } from '../../shared/app-context.js';
+import { bundles, deployments, tags } from '../db/schema/index.js';
 import { AppError } from '../../shared/errors.js';
 import type { components } from '../../../gen/openapi/control-plane.js';
 import { announceContentChange, bumpVersions } from '../graph/content-version.js';
@@ -8,35 +10,31 @@ import { pinned } from '../graph/refs.js';
 type BundleList = components['schemas']['BundleList'];
 type BundleVersionDetail = components['schemas']['BundleVersionDetail'];
 
-type BundleRow = {
-  bundle_id: string;
-  version: string;
-  bundle_type: BundleVersionDetail['type'];
-  schema_version: string | null;
-  title: string | null;
-  created_by: string;
-  description: string | null;
-  manifest: Record<string, any>;
-  validation_status: BundleVersionDetail['validation_status'];
-  validation_errors: BundleVersionDetail['validation_errors'];
-  created_at: Date;
-  published_at: Date | null;
-  is_active: boolean;
-};
+type BundleType = (typeof bundles.bundle_type.enumValues)[number];
 
 export async function listBundles(ctx: AppContext, q: { type?: string; limit: number; offset: number }): Promise<BundleList> {
-  const where = q.type ? 'WHERE bundle_type = $3' : '';
-  const params: unknown[] = [q.limit, q.offset];
-  if (q.type) params.push(q.type);
-  const rows = await ctx.db.query<BundleRow & { total: number }>(
-    `SELECT bundle_id, version, bundle_type, title, created_at, is_active, validation_status, count(*) OVER () AS total
-       FROM bundles ${where} ORDER BY bundle_id, created_at, version LIMIT $1 OFFSET $2`,
-    params,
-  );
+  const where = q.type ? eq(bundles.bundle_type, q.type as BundleType) : undefined;
+  const rows = await ctx.db.orm
+    .select({
+      bundle_id: bundles.bundle_id,
+      version: bundles.version,
+      bundle_type: bundles.bundle_type,
+      title: bundles.title,
+      created_at: bundles.created_at,
+      is_active: bundles.is_active,
+      validation_status: bundles.validation_status,
+      total: sql<number>`count(*) OVER ()`.mapWith(Number),
+    })
+    .from(bundles)
+    .where(where)
+    .orderBy(bundles.bundle_id, bundles.created_at, bundles.version)
+    .limit(q.limit)
+    .offset(q.offset);
   let total = rows[0]?.total;
   if (total === undefined) {
-    const [c] = await ctx.db.query<{ n: number }>(`SELECT count(*) AS n FROM bundles ${q.type ? 'WHERE bundle_type = $1' : ''}`, q.type ? [q.type] : []);
-    total = Number(c!.n);
+    // A page past the end carries no window count.
+    const [c] = await ctx.db.orm.select({ n: count() }).from(bundles).where(where);
+    total = c!.n;
   }
   return {
     bundles: rows.map((r) => ({
@@ -55,9 +53,9 @@ export async function listBundles(ctx: AppContext, q: { type?: string; limit: nu
 }
 
 export async function getBundleVersion(ctx: AppContext, id: string, version: string): Promise<BundleVersionDetail> {
-  const [r] = await ctx.db.query<BundleRow>('SELECT * FROM bundles WHERE bundle_id = $1 AND version = $2', [id, version]);
+  const [r] = await ctx.db.orm.select().from(bundles).where(and(eq(bundles.bundle_id, id), eq(bundles.version, version)));
   if (!r) throw new AppError('not_found', `Bundle ${id} version ${version} does not exist`);
-  const m = r.manifest;
+  const m = r.manifest as Record<string, any>;
   return {
     id: r.bundle_id,
     type: r.bundle_type,
@@ -71,7 +69,7 @@ export async function getBundleVersion(ctx: AppContext, id: string, version: str
     provenance: m.provenance ?? {},
     schema_version: r.schema_version,
     validation_status: r.validation_status,
-    validation_errors: r.validation_errors ?? null,
+    validation_errors: (r.validation_errors as BundleVersionDetail['validation_errors']) ?? null,
     is_active: r.is_active,
     created_at: r.created_at.toISOString(),
     published_at: r.published_at ? r.published_at.toISOString() : null,
@@ -87,23 +85,29 @@ export async function deactivateBundleVersion(ctx: AppContext, id: string, versi
   const ref = pinned(id, version);
   const changed = await ctx.db.tx(async (t) => {
     const contentVersion = (await bumpVersions(t, true)).version;
-    const [r] = await t.query<{ is_active: boolean }>('SELECT is_active FROM bundles WHERE bundle_id = $1 AND version = $2 FOR UPDATE', [id, version]);
+    const thisVersion = and(eq(bundles.bundle_id, id), eq(bundles.version, version));
+    const [r] = await t.orm.select({ is_active: bundles.is_active }).from(bundles).where(thisVersion).for('update');
     if (!r) throw new AppError('not_found', `Bundle ${id} version ${version} does not exist`);
     if (!r.is_active) return null;
-    const tags = await t.query<{ tag_name: string }>('SELECT tag_name FROM tags WHERE bundle_id = $1 AND bundle_version = $2 ORDER BY tag_name', [id, version]);
-    const deps = await t.query<{ deployment_id: string }>(
-      `SELECT deployment_id FROM deployments WHERE status = 'active' AND $1 = ANY(resolved_bundles) ORDER BY created_at, deployment_id`,
-      [ref],
-    );
-    if (tags.length || deps.length) {
-      const what = [tags.length ? `tag${tags.length > 1 ? 's' : ''} ${tags.map((x) => x.tag_name).join(', ')}` : '', deps.length ? `${deps.length} active deployment${deps.length > 1 ? 's' : ''}` : '']
+    const tagRows = await t.orm
+      .select({ tag_name: tags.tag_name })
+      .from(tags)
+      .where(and(eq(tags.bundle_id, id), eq(tags.bundle_version, version)))
+      .orderBy(tags.tag_name);
+    const deps = await t.orm
+      .select({ deployment_id: deployments.deployment_id })
+      .from(deployments)
+      .where(and(eq(deployments.status, 'active'), arrayContains(deployments.resolved_bundles, [ref])))
+      .orderBy(deployments.created_at, deployments.deployment_id);
+    if (tagRows.length || deps.length) {
+      const what = [tagRows.length ? `tag${tagRows.length > 1 ? 's' : ''} ${tagRows.map((x) => x.tag_name).join(', ')}` : '', deps.length ? `${deps.length} active deployment${deps.length > 1 ? 's' : ''}` : '']
         .filter(Boolean)
         .join(' and ');
       throw new AppError('conflict', `Bundle ${ref} is in use by ${what}; move the tags or redeploy first`, {
-        details: { reference: ref, tags: tags.map((x) => x.tag_name), deployments: deps.map((d) => d.deployment_id) },
+        details: { reference: ref, tags: tagRows.map((x) => x.tag_name), deployments: deps.map((d) => d.deployment_id) },
       });
     }
-    await t.query('UPDATE bundles SET is_active = false WHERE bundle_id = $1 AND version = $2', [id, version]);
+    await t.orm.update(bundles).set({ is_active: false }).where(thisVersion);
     return contentVersion;
   });
   if (changed !== null) {

@@ -4,7 +4,9 @@
  * the version with a snapshot of every SCD's content, write its graph, and check that the
  * new version closes no import cycle (an unpinned import elsewhere may now resolve to it).
  */
+import { and, eq, sql } from 'drizzle-orm';
 import type { AppContext } from '../../shared/app-context.js';
+import { bundleScds, bundles } from '../db/schema/index.js';
 import { AppError } from '../../shared/errors.js';
 import type { components } from '../../../gen/openapi/control-plane.js';
 import { announceContentChange, bumpVersions } from '../graph/content-version.js';
@@ -21,7 +23,8 @@ export async function createBundle(ctx: AppContext, input: BundleCreate): Promis
   const isDraft = input.version === 'DRAFT';
   const { version: contentVersion, result } = await ctx.db.tx(async (t) => {
     const contentVersion = (await bumpVersions(t, true)).version;
-    const [existing] = await t.query<{ version: string }>('SELECT version FROM bundles WHERE bundle_id = $1 AND version = $2', [input.id, input.version]);
+    const thisVersion = and(eq(bundles.bundle_id, input.id), eq(bundles.version, input.version));
+    const [existing] = await t.orm.select({ version: bundles.version }).from(bundles).where(thisVersion);
     if (existing && !isDraft) {
       throw new AppError('conflict', `Bundle ${input.id} version ${input.version} already exists; published versions are immutable (publish a new version)`, {
         details: { bundle_id: input.id, version: input.version },
@@ -35,37 +38,30 @@ export async function createBundle(ctx: AppContext, input: BundleCreate): Promis
     const now = ctx.clock.now();
     if (existing) {
       // Replacing the draft: its content and edges go; the row is rewritten below.
-      await t.query('DELETE FROM bundle_scds WHERE bundle_id = $1 AND bundle_version = $2', [input.id, input.version]);
+      await t.orm.delete(bundleScds).where(and(eq(bundleScds.bundle_id, input.id), eq(bundleScds.bundle_version, input.version)));
       await removeGraph(t, ref);
-      await t.query('DELETE FROM bundles WHERE bundle_id = $1 AND version = $2', [input.id, input.version]);
+      await t.orm.delete(bundles).where(thisVersion);
     }
-    await t.query(
-      `INSERT INTO bundles (bundle_id, version, bundle_type, schema_version, title, created_by, description, manifest,
-                            validation_status, validation_errors, created_at, published_at, is_active)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10::jsonb, $11, $12, true)`,
-      [
-        input.id,
-        input.version,
-        input.type,
-        input.schema_version ?? null,
-        input.title,
-        input.provenance.created_by,
-        input.description,
-        JSON.stringify(manifestOf(input as unknown as Record<string, unknown>)),
-        status,
-        findings.length ? JSON.stringify(findings) : null,
-        now,
-        isDraft ? null : now,
-      ],
-    );
+    await t.orm.insert(bundles).values({
+      bundle_id: input.id,
+      version: input.version,
+      bundle_type: input.type,
+      schema_version: input.schema_version ?? null,
+      title: input.title,
+      created_by: input.provenance.created_by,
+      description: input.description,
+      manifest: manifestOf(input as unknown as Record<string, unknown>),
+      validation_status: status,
+      validation_errors: findings.length ? findings : null,
+      created_at: now,
+      published_at: isDraft ? null : now,
+      is_active: true,
+    });
     const scds = input.scds.map((id) => ({ id, ...check.scds.get(id)! }));
     if (scds.length) {
-      await t.query(
-        `INSERT INTO bundle_scds (bundle_id, bundle_version, scd_id, position, document, content_yaml)
-         SELECT $1, $2, s.scd_id, s.position, s.document, s.content_yaml
-           FROM unnest($3::text[], $4::int[], $5::text[]::jsonb[], $6::text[]) AS s(scd_id, position, document, content_yaml)`,
-        [input.id, input.version, scds.map((s) => s.id), scds.map((_, i) => i), scds.map((s) => JSON.stringify(s.document)), scds.map((s) => s.yaml)],
-      );
+      await t.orm
+        .insert(bundleScds)
+        .values(scds.map((s, position) => ({ bundle_id: input.id, bundle_version: input.version, scd_id: s.id, position, document: s.document, content_yaml: s.yaml })));
     }
     await writeGraph(t, {
       ref,
@@ -82,7 +78,11 @@ export async function createBundle(ctx: AppContext, input: BundleCreate): Promis
     try {
       const [importer] = isDraft
         ? []
-        : await t.query(`SELECT 1 FROM bundles WHERE manifest->'imports' @> $1::jsonb LIMIT 1`, [JSON.stringify([input.id])]);
+        : await t.orm
+            .select({ one: sql`1` })
+            .from(bundles)
+            .where(sql`${bundles.manifest}->'imports' @> ${JSON.stringify([input.id])}::jsonb`)
+            .limit(1);
       if (importer) await resolveClosure(t, [ref], { mode: 'lenient' });
     } catch (e) {
       if (e instanceof AppError && e.code === 'validation_error' && Array.isArray(e.details?.cycle)) {

@@ -9,7 +9,9 @@
  * a malformed corpus file gets every problem reported at once, each naming its reference.
  */
 import YAML from 'yaml';
+import { and, desc, eq, inArray, sql } from 'drizzle-orm';
 import type { Db } from '../db/index.js';
+import { bundleScds, bundles } from '../db/schema/index.js';
 import { AppError, type ValidationIssue } from '../../shared/errors.js';
 import { checkBundle, checkScd, type BundleType, type Finding } from '../../shared/scs/index.js';
 import { loadHeads, resolveImport, type BundleHead } from '../graph/resolve.js';
@@ -129,13 +131,19 @@ export async function checkBundleInput(db: Db, body: unknown): Promise<BundleChe
   const notInPayload = scds.filter((s) => !docById.has(s) && SCD_ID_RE.test(s));
   const stored = new Map<string, { document: Record<string, unknown>; yaml: string; from: string }>();
   if (notInPayload.length) {
-    const rows = await db.query<{ scd_id: string; document: Record<string, unknown>; content_yaml: string; bundle_id: string; bundle_version: string }>(
-      `SELECT DISTINCT ON (s.scd_id) s.scd_id, s.document, s.content_yaml, s.bundle_id, s.bundle_version
-         FROM bundle_scds s JOIN bundles b ON b.bundle_id = s.bundle_id AND b.version = s.bundle_version
-        WHERE s.scd_id = ANY($1::text[])
-        ORDER BY s.scd_id, b.is_active DESC, (b.version = 'DRAFT'), b.published_at DESC NULLS LAST, b.created_at DESC`,
-      [notInPayload],
-    );
+    const rows = await db.orm
+      .selectDistinctOn([bundleScds.scd_id], {
+        scd_id: bundleScds.scd_id,
+        document: bundleScds.document,
+        content_yaml: bundleScds.content_yaml,
+        bundle_id: bundleScds.bundle_id,
+        bundle_version: bundleScds.bundle_version,
+      })
+      .from(bundleScds)
+      .innerJoin(bundles, and(eq(bundles.bundle_id, bundleScds.bundle_id), eq(bundles.version, bundleScds.bundle_version)))
+      .where(inArray(bundleScds.scd_id, notInPayload))
+      // The newest active published version's content first.
+      .orderBy(bundleScds.scd_id, desc(bundles.is_active), sql`(${bundles.version} = 'DRAFT')`, sql`${bundles.published_at} DESC NULLS LAST`, desc(bundles.created_at));
     for (const r of rows) stored.set(r.scd_id, { document: r.document, yaml: r.content_yaml, from: `${r.bundle_id}:${r.bundle_version}` });
   }
   scds.forEach((s, i) => {
@@ -161,7 +169,7 @@ export async function checkBundleInput(db: Db, body: unknown): Promise<BundleChe
     });
   }
   if (targets.size) {
-    const found = await db.query<{ scd_id: string }>('SELECT DISTINCT scd_id FROM bundle_scds WHERE scd_id = ANY($1::text[])', [[...targets.keys()]]);
+    const found = await db.orm.selectDistinct({ scd_id: bundleScds.scd_id }).from(bundleScds).where(inArray(bundleScds.scd_id, [...targets.keys()]));
     const have = new Set(found.map((r) => r.scd_id));
     for (const [target, uses] of targets) {
       if (have.has(target)) continue;

@@ -1,23 +1,38 @@
 /**
  * The database layer: one small interface over PGlite (embedded default) and postgres.js
- * (DATABASE_URL), both real PostgreSQL. Queries are SQL with $1..$n parameters; JSON values
- * are passed as text and cast (`$1::jsonb`), text arrays as JS arrays (`$1::text[]`).
+ * (DATABASE_URL), both real PostgreSQL. Two ways to query the same connection:
+ * - `orm`, a drizzle query builder over the tables of `./schema` (the CRUD paths);
+ * - `query`, SQL with $1..$n parameters (hot paths and what drizzle cannot say); JSON values
+ *   are passed as text and cast (`$1::jsonb`), text arrays as JS arrays (`$1::text[]`).
  *
- * `tx` runs a function in a transaction and reuses an outer one when called inside it.
- * PostgreSQL error codes are mapped to domain errors in one place: `mapDbError`.
+ * `tx` runs a function in a transaction and reuses an outer one when called inside it; the
+ * `Db` it hands over has an `orm` bound to the transaction's client, so drizzle and raw
+ * queries commit or roll back together. PostgreSQL error codes are mapped to domain errors
+ * in one place, `mapDbError`, for both (drizzle's `DrizzleQueryError` is unwrapped first).
  */
 // Types only: PGlite (a large module) is loaded when the embedded default is opened, never on PostgreSQL.
 import type { PGlite } from '@electric-sql/pglite';
 import postgres from 'postgres';
 import fs from 'node:fs';
+import { DrizzleQueryError } from 'drizzle-orm/errors';
+import { PgDatabase, PgDialect, type PgQueryResultHKT, type PgSession } from 'drizzle-orm/pg-core';
+import { PostgresJsSession } from 'drizzle-orm/postgres-js/session';
 import { AppError } from '../../shared/errors.js';
 
 export type Row = Record<string, any>;
+
+/** The drizzle query builder of a `Db` (no relational schema: tables are imported from ./schema). */
+export type Orm = PgDatabase<PgQueryResultHKT>;
 
 export interface Db {
   readonly kind: 'pglite' | 'postgres';
   /** True inside `tx`. */
   readonly inTransaction: boolean;
+  /**
+   * drizzle over this connection (inside `tx`: over the transaction). Its errors pass through
+   * `mapDbError`. Use `tx`, never `orm.transaction`, to open a transaction.
+   */
+  readonly orm: Orm;
   query<T extends Row = Row>(text: string, params?: unknown[]): Promise<T[]>;
   /** Runs several statements with no parameters (migrations). */
   exec(text: string): Promise<void>;
@@ -44,15 +59,20 @@ export async function openDb(opts: OpenDbOptions): Promise<Db> {
   const dir = opts.dataDir && opts.dataDir !== 'memory://' ? opts.dataDir : undefined;
   if (dir) fs.mkdirSync(dir, { recursive: true });
   const { PGlite } = await import('@electric-sql/pglite');
+  // Loaded here, never on PostgreSQL: drizzle's PGlite session imports PGlite itself.
+  const { PgliteSession } = await import('drizzle-orm/pglite/session');
   const pg = dir ? new PGlite(dir) : new PGlite();
   await pg.waitReady;
-  return pgliteDb(pg, pg, false);
+  return pgliteDb(pg, pg, false, (client) => new PgliteSession(client as any, dialect, undefined));
 }
 
-function pgliteDb(root: PGlite, q: { query: PGlite['query']; exec: PGlite['exec'] }, inTx: boolean): Db {
+type PgliteClient = { query: PGlite['query']; exec: PGlite['exec'] };
+
+function pgliteDb(root: PGlite, q: PgliteClient, inTx: boolean, session: (client: PgliteClient) => PgSession): Db {
   const db: Db = {
     kind: 'pglite',
     inTransaction: inTx,
+    orm: ormOver(session(q)),
     raw: null,
     pglite: root,
     async query<T extends Row>(text: string, params: unknown[] = []) {
@@ -73,7 +93,7 @@ function pgliteDb(root: PGlite, q: { query: PGlite['query']; exec: PGlite['exec'
     async tx(fn) {
       if (inTx) return fn(db);
       try {
-        return await root.transaction((t) => fn(pgliteDb(root, t as any, true)));
+        return await root.transaction((t) => fn(pgliteDb(root, t, true, session)));
       } catch (e) {
         throw mapDbError(e);
       }
@@ -114,6 +134,13 @@ function postgresDb(root: postgres.Sql, q: postgres.Sql | postgres.TransactionSq
   const db: Db = {
     kind: 'postgres',
     inTransaction: inTx,
+    // The session is built directly, not with drizzle-orm/postgres-js's `drizzle(client)`:
+    // that one rewrites the client's shared type parsers (timestamptz, date and json come
+    // back as strings, json is sent unserialized) for every raw query on the pool too. With
+    // the client's own parsers drizzle's columns still map: a timestamptz arrives as a Date,
+    // which drizzle's Date columns pass through; jsonb values drizzle sends are JSON text,
+    // which the json serializer above passes as they are. (orm.test.ts checks both.)
+    orm: ormOver(new PostgresJsSession(q as postgres.Sql, dialect, undefined)),
     raw: root,
     pglite: null,
     async query<T extends Row>(text: string, params: unknown[] = []) {
@@ -145,6 +172,28 @@ function postgresDb(root: postgres.Sql, q: postgres.Sql | postgres.TransactionSq
   return db;
 }
 
+const dialect = new PgDialect();
+
+/** A drizzle database over `session` whose query errors pass through `mapDbError`. */
+function ormOver(session: PgSession): Orm {
+  const prepare = session.prepareQuery.bind(session);
+  // Every drizzle query (builders, `execute`) is prepared here; its errors are mapped as a
+  // raw query's are, so a duplicate key is `conflict` whichever way it was written.
+  session.prepareQuery = ((...args: Parameters<typeof prepare>) => {
+    // `all` is drizzle-internal (not in the types); both drivers' sessions define it.
+    const pq = prepare(...args) as ReturnType<typeof prepare> & { all: (values?: Record<string, unknown>) => Promise<unknown> };
+    const execute = pq.execute.bind(pq);
+    const all = pq.all.bind(pq);
+    pq.execute = (values) => execute(values).catch((e: unknown) => Promise.reject(mapDbError(e)));
+    pq.all = (values) => all(values).catch((e: unknown) => Promise.reject(mapDbError(e)));
+    return pq;
+  }) as typeof session.prepareQuery;
+  const orm = new PgDatabase(dialect, session, undefined) as Orm;
+  // A drizzle transaction would bypass `tx` (and its reuse of an outer transaction).
+  orm.transaction = () => Promise.reject(new Error('use Db.tx, not orm.transaction'));
+  return orm;
+}
+
 /** The immutability trigger's message (migration 0001). */
 export const AUDIT_IMMUTABLE_MESSAGE = 'Audit records are immutable';
 
@@ -153,6 +202,9 @@ export const AUDIT_IMMUTABLE_MESSAGE = 'Audit records are immutable';
  * untouched (the edge answers an opaque 500 and logs them).
  */
 export function mapDbError(e: unknown): unknown {
+  // drizzle wraps the driver's error with the query text and parameters: map the driver's
+  // own, and pass that one on when unmapped (parameters may carry key hashes).
+  if (e instanceof DrizzleQueryError && e.cause) e = e.cause;
   if (e instanceof AppError) return e;
   const err = e as { code?: string; message?: string; detail?: string; constraint?: string; constraint_name?: string };
   if (!err || typeof err !== 'object') return e;

@@ -9,8 +9,10 @@
  * other projects stay active and their bundles are united for selection.
  */
 import { randomUUID } from 'node:crypto';
+import { and, count, desc, eq, getTableColumns, ne, or, sql } from 'drizzle-orm';
 import type { AppContext } from '../../shared/app-context.js';
 import { AppError } from '../../shared/errors.js';
+import { bundles, deployments } from '../db/schema/index.js';
 import type { components } from '../../../gen/openapi/control-plane.js';
 import { announceContentChange, bumpVersions } from '../graph/content-version.js';
 import { pinned } from '../graph/refs.js';
@@ -20,16 +22,7 @@ type Deployment = components['schemas']['Deployment'];
 type DeploymentList = components['schemas']['DeploymentList'];
 type DeployRequest = components['schemas']['DeployRequest'];
 
-type DeploymentRow = {
-  deployment_id: string;
-  project_bundles: string[];
-  resolved_bundles: string[];
-  status: Deployment['status'];
-  superseded_by: string | null;
-  created_at: Date;
-};
-
-const toDeployment = (r: DeploymentRow): Deployment => ({
+const toDeployment = (r: typeof deployments.$inferSelect): Deployment => ({
   deployment_id: r.deployment_id,
   project_bundles: r.project_bundles,
   resolved_bundles: r.resolved_bundles,
@@ -49,13 +42,12 @@ export async function createDeployment(ctx: AppContext, input: DeployRequest): P
   const id = input.deployment_id?.toLowerCase() ?? randomUUID();
   const { v, row } = await ctx.db.tx(async (t) => {
     const { version: v, bundlesVersion } = await bumpVersions(t, false);
-    const [existing] = await t.query('SELECT 1 FROM deployments WHERE deployment_id = $1', [id]);
+    const [existing] = await t.orm.select({ deployment_id: deployments.deployment_id }).from(deployments).where(eq(deployments.deployment_id, id));
     if (existing) throw new AppError('conflict', `Deployment ${id} already exists`, { details: { deployment_id: id } });
-    const found = await t.query<{ bundle_id: string; version: string; is_active: boolean }>(
-      `SELECT b.bundle_id, b.version, b.is_active FROM unnest($1::text[], $2::text[]) AS r(bundle_id, version)
-         JOIN bundles b ON b.bundle_id = r.bundle_id AND b.version = r.version`,
-      [input.project_bundles.map((p) => p.id), input.project_bundles.map((p) => p.version)],
-    );
+    const found = await t.orm
+      .select({ bundle_id: bundles.bundle_id, version: bundles.version, is_active: bundles.is_active })
+      .from(bundles)
+      .where(or(...input.project_bundles.map((p) => and(eq(bundles.bundle_id, p.id), eq(bundles.version, p.version)))));
     const byRef = new Map(found.map((b) => [pinned(b.bundle_id, b.version), b]));
     for (const ref of roots) {
       const b = byRef.get(ref);
@@ -64,18 +56,26 @@ export async function createDeployment(ctx: AppContext, input: DeployRequest): P
     }
     const res = resolveInMemory(await headsAt(ctx, t, bundlesVersion), roots, { mode: 'strict' });
     const now = ctx.clock.now();
-    const [row] = await t.query<DeploymentRow>(
-      `INSERT INTO deployments (deployment_id, project_bundles, resolved_bundles, status, created_at)
-       VALUES ($1, $2::text[], $3::text[], 'active', $4) RETURNING *`,
-      [id, roots, res.order, now],
-    );
-    const superseded = await t.query<{ deployment_id: string }>(
-      `UPDATE deployments SET status = 'superseded', superseded_by = $1, superseded_at = $3
-        WHERE status = 'active' AND deployment_id <> $1
-          AND EXISTS (SELECT 1 FROM unnest(project_bundles) AS p(ref) WHERE regexp_replace(p.ref, ':[^:]+$', '') = ANY($2::text[]))
-        RETURNING deployment_id`,
-      [id, [...new Set(input.project_bundles.map((p) => p.id))], now],
-    );
+    const [row] = await t.orm
+      .insert(deployments)
+      .values({ deployment_id: id, project_bundles: roots, resolved_bundles: res.order, status: 'active', created_at: now })
+      .returning();
+    // Every active deployment that deploys one of these bundle ids (any version) is retired.
+    const bundleIds = [...new Set(input.project_bundles.map((p) => p.id))];
+    const superseded = await t.orm
+      .update(deployments)
+      .set({ status: 'superseded', superseded_by: id, superseded_at: now })
+      .where(
+        and(
+          eq(deployments.status, 'active'),
+          ne(deployments.deployment_id, id),
+          sql`EXISTS (SELECT 1 FROM unnest(${deployments.project_bundles}) AS p(ref) WHERE regexp_replace(p.ref, ':[^:]+$', '') IN (${sql.join(
+            bundleIds.map((b) => sql`${b}`),
+            sql`, `,
+          )}))`,
+        ),
+      )
+      .returning({ deployment_id: deployments.deployment_id });
     if (superseded.length) ctx.logger.info('deployments superseded', { by: id, superseded: superseded.map((s) => s.deployment_id) });
     return { v, row: row! };
   });
@@ -85,22 +85,22 @@ export async function createDeployment(ctx: AppContext, input: DeployRequest): P
 }
 
 export async function getDeployment(ctx: AppContext, id: string): Promise<Deployment> {
-  const [row] = await ctx.db.query<DeploymentRow>('SELECT * FROM deployments WHERE deployment_id = $1', [id]);
+  const [row] = await ctx.db.orm.select().from(deployments).where(eq(deployments.deployment_id, id));
   if (!row) throw new AppError('not_found', `Deployment ${id} does not exist`);
   return toDeployment(row);
 }
 
 export async function listDeployments(ctx: AppContext, q: { status?: string; limit: number; offset: number }): Promise<DeploymentList> {
-  const params: unknown[] = [q.limit, q.offset];
-  if (q.status) params.push(q.status);
-  const where = q.status ? 'WHERE status = $3' : '';
-  const rows = await ctx.db.query<DeploymentRow & { total: number }>(
-    `SELECT *, count(*) OVER () AS total FROM deployments ${where} ORDER BY created_at DESC, deployment_id LIMIT $1 OFFSET $2`,
-    params,
-  );
+  const where = q.status ? eq(deployments.status, q.status as Deployment['status']) : undefined;
+  const rows = await ctx.db.orm
+    .select({ ...getTableColumns(deployments), total: sql<number>`count(*) OVER ()`.mapWith(Number) })
+    .from(deployments)
+    .where(where)
+    .orderBy(desc(deployments.created_at), deployments.deployment_id)
+    .limit(q.limit)
+    .offset(q.offset);
   let total = rows[0]?.total;
-  if (total === undefined) {
-    total = Number((await ctx.db.query<{ n: number }>(`SELECT count(*) AS n FROM deployments ${q.status ? 'WHERE status = $1' : ''}`, q.status ? [q.status] : []))[0]!.n);
-  }
-  return { deployments: rows.map(toDeployment), total: Number(total), limit: q.limit, offset: q.offset };
+  // A page past the end carries no window count.
+  if (total === undefined) total = (await ctx.db.orm.select({ n: count() }).from(deployments).where(where))[0]!.n;
+  return { deployments: rows.map(toDeployment), total, limit: q.limit, offset: q.offset };
 }

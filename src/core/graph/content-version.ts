@@ -6,8 +6,10 @@
  * re-reads the counter at most every CONTENT_CHECK_MS, so a lost broker message (Redis
  * down) cannot keep a stale materialization in service for longer than that.
  */
+import { eq, sql } from 'drizzle-orm';
 import type { AppContext } from '../../shared/app-context.js';
 import type { Db } from '../db/index.js';
+import { contentVersion } from '../db/schema/index.js';
 
 export const CONTENT_CHANGES_CHANNEL = 'svc:content-changes';
 
@@ -28,17 +30,17 @@ export async function bumpContentVersion(t: Db): Promise<number> {
  * `bundles` is true (a write to the bundles table: publish, deactivate).
  */
 export async function bumpVersions(t: Db, bundles: boolean): Promise<{ version: number; bundlesVersion: number }> {
-  const [row] = await t.query<{ version: number; bundles_version: number }>(
-    `UPDATE content_version SET version = version + 1, bundles_version = bundles_version + CASE WHEN $1 THEN 1 ELSE 0 END
-      WHERE singleton RETURNING version, bundles_version`,
-    [bundles],
-  );
-  return { version: Number(row!.version), bundlesVersion: Number(row!.bundles_version) };
+  const [row] = await t.orm
+    .update(contentVersion)
+    .set({ version: sql`${contentVersion.version} + 1`, ...(bundles && { bundles_version: sql`${contentVersion.bundles_version} + 1` }) })
+    .where(eq(contentVersion.singleton, true))
+    .returning({ version: contentVersion.version, bundlesVersion: contentVersion.bundles_version });
+  return row!;
 }
 
 export async function readContentVersion(db: Db): Promise<number> {
-  const [row] = await db.query<{ version: number }>('SELECT version FROM content_version WHERE singleton');
-  return Number(row?.version ?? 0);
+  const [row] = await db.orm.select({ version: contentVersion.version }).from(contentVersion).where(eq(contentVersion.singleton, true));
+  return row?.version ?? 0;
 }
 
 type Listener = (version: number | null) => void;

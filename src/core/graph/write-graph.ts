@@ -74,6 +74,9 @@ export async function writeGraph(t: Db, g: GraphInput): Promise<void> {
   for (const s of g.scds) nodes.set(s.id, { label: 'SCD', props: { tier: scdTier(s.id) } });
   for (const e of edges) if (e.type === 'APPLIES_TO') nodes.set(e.to, { label: 'Role', props: null });
   const nodeIds = [...nodes.keys()];
+  // Raw SQL: one INSERT ... SELECT FROM unnest(arrays) per table, whatever the bundle's size.
+  // A multi-row VALUES insert (the query builder's form) takes 3-5 parameters per row and
+  // passes PostgreSQL's 65,535-parameter limit at about 13,000 edges.
   await t.query(
     `INSERT INTO graph_nodes (node_id, label, props)
      SELECT * FROM unnest($1::text[], $2::text[], $3::text[]::jsonb[]) ON CONFLICT (node_id) DO NOTHING`,

@@ -6,6 +6,8 @@
  * update is conditional on `status = 'active'`, so each key is moved once.
  */
 import type { AppContext } from '../../shared/app-context.js';
+import { and, eq, isNotNull, lte } from 'drizzle-orm';
+import { agentApiKeys } from '../db/schema/index.js';
 import { invalidateKeys } from './key-cache.js';
 
 export const EXPIRY_REVOKED_BY = 'system:expiry-job';
@@ -13,12 +15,11 @@ export const EXPIRY_REVOKED_BY = 'system:expiry-job';
 /** One run; returns the number of keys it expired. */
 export async function expireKeys(ctx: AppContext): Promise<number> {
   const now = ctx.clock.now();
-  const rows = await ctx.db.query<{ key_id: string }>(
-    `UPDATE agent_api_keys SET status = 'expired', is_active = false, revoked_at = $1, revoked_by = $2
-      WHERE status = 'active' AND expires_at IS NOT NULL AND expires_at <= $1
-      RETURNING key_id`,
-    [now, EXPIRY_REVOKED_BY],
-  );
+  const rows = await ctx.db.orm
+    .update(agentApiKeys)
+    .set({ status: 'expired', is_active: false, revoked_at: now, revoked_by: EXPIRY_REVOKED_BY })
+    .where(and(eq(agentApiKeys.status, 'active'), isNotNull(agentApiKeys.expires_at), lte(agentApiKeys.expires_at, now)))
+    .returning({ key_id: agentApiKeys.key_id });
   ctx.logger.info('key expiry job: expired agent keys', { expired: rows.length });
   if (rows.length) await invalidateKeys(ctx, { kind: 'keys', key_ids: rows.map((r) => r.key_id) });
   return rows.length;

@@ -1,25 +1,16 @@
 /** Key rows and their listed form (never the hash, never the plaintext). */
+import { desc, eq, getTableColumns } from 'drizzle-orm';
 import type { components } from '../../../gen/openapi/control-plane.js';
 import type { Db } from '../db/index.js';
+import { agentApiKeys } from '../db/schema/index.js';
 
 export type ApiKey = components['schemas']['ApiKey'];
 
-export interface KeyRow {
-  key_id: string;
-  agent_id: string;
-  key_prefix: string;
-  name: string | null;
-  scopes: string[] | null;
-  status: 'active' | 'revoked' | 'expired';
-  created_at: Date;
-  expires_at: Date | null;
-  last_used_at: Date | null;
-  revoked_at: Date | null;
-  revoked_by: string | null;
-}
+/** The columns a listing may read: key_hash is deliberately absent (and the legacy is_active). */
+const { key_hash: _hash, is_active: _active, ...keyColumns } = getTableColumns(agentApiKeys);
+export const KEY_COLUMNS = keyColumns;
 
-/** The columns a listing may read: key_hash is deliberately absent. */
-export const KEY_COLUMNS = 'key_id, agent_id, key_prefix, name, scopes, status, created_at, expires_at, last_used_at, revoked_at, revoked_by';
+export type KeyRow = Omit<typeof agentApiKeys.$inferSelect, 'key_hash' | 'is_active'>;
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
@@ -46,5 +37,9 @@ export function toApiKey(r: KeyRow, now: Date): ApiKey {
 
 /** Every key of the agent, newest first. */
 export function listKeyRows(db: Db, agentId: string): Promise<KeyRow[]> {
-  return db.query<KeyRow>(`SELECT ${KEY_COLUMNS} FROM agent_api_keys WHERE agent_id = $1 ORDER BY created_at DESC, key_id DESC`, [agentId]);
+  return db.orm
+    .select(KEY_COLUMNS)
+    .from(agentApiKeys)
+    .where(eq(agentApiKeys.agent_id, agentId))
+    .orderBy(desc(agentApiKeys.created_at), desc(agentApiKeys.key_id));
 }

@@ -42,6 +42,8 @@ export class KeyUsage {
     const ids = [...batch.keys()];
     const times = ids.map((id) => batch.get(id)!.toISOString());
     try {
+      // Raw SQL: one UPDATE ... FROM unnest(ids, times) for the whole batch, which the query
+      // builder cannot say without writing the same SQL in a sql`` fragment.
       await this.ctx.db.query(
         `UPDATE agent_api_keys k SET last_used_at = u.t
            FROM (SELECT unnest($1::text[]) AS key_id, unnest($2::timestamptz[]) AS t) u

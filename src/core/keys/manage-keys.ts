@@ -10,7 +10,9 @@ import { AppError } from '../../shared/errors.js';
 import { intentsFromStore } from './verify-key.js';
 import { generateApiKey, generateKeyId, hashKey, keyPrefix } from './key-material.js';
 import { invalidateKeys } from './key-cache.js';
-import { KEY_COLUMNS, listKeyRows, toApiKey, type KeyRow } from './key-store.js';
+import { and, eq } from 'drizzle-orm';
+import { agentApiKeys, agents } from '../db/schema/index.js';
+import { KEY_COLUMNS, listKeyRows, toApiKey } from './key-store.js';
 
 export type IssueKeyInput = components['schemas']['ApiKeyIssueRequest'];
 export type IssuedApiKey = components['schemas']['IssuedApiKey'];
@@ -27,10 +29,11 @@ export async function issueApiKey(ctx: AppContext, agentId: string, input: Issue
   return ctx.db.tx(async (db) => {
     // The row lock orders this issue against a concurrent agent revocation: a key can never
     // be issued to an agent whose revocation committed first, nor survive one that follows.
-    const [agent] = await db.query<{ status: string; allowed_intents: unknown }>(
-      `SELECT status, allowed_intents FROM agents WHERE agent_id = $1 FOR UPDATE`,
-      [agentId],
-    );
+    const [agent] = await db.orm
+      .select({ status: agents.status, allowed_intents: agents.allowed_intents })
+      .from(agents)
+      .where(eq(agents.agent_id, agentId))
+      .for('update');
     if (!agent) throw new AppError('not_found', `Agent ${agentId} does not exist`);
     if (agent.status === 'revoked') throw new AppError('conflict', `Agent ${agentId} is revoked: keys cannot be issued to it`, { details: { agent_status: 'revoked' } });
     if (input.scopes) {
@@ -41,13 +44,22 @@ export async function issueApiKey(ctx: AppContext, agentId: string, input: Issue
         .map(({ s, i }) => ({ path: `/body/scopes/${i}`, rule: 'scope_not_allowed', message: `scope "${s}" is not one of the agent's allowed intents` }));
       if (errors.length) throw new AppError('validation_error', "scopes must be a subset of the agent's allowed intents", { details: { errors } });
     }
-    const [row] = await db.query<KeyRow>(
-      `INSERT INTO agent_api_keys (key_id, agent_id, key_prefix, key_hash, name, scopes, is_active, status, created_at, expires_at)
-       VALUES ($1, $2, $3, $4, $5, $6::text[], true, 'active', $7, $8)
-       ON CONFLICT (key_id) DO NOTHING
-       RETURNING ${KEY_COLUMNS}`,
-      [keyId, agentId, keyPrefix(apiKey), hashKey(apiKey), input.name ?? null, input.scopes ?? null, now, expiresAt],
-    );
+    const [row] = await db.orm
+      .insert(agentApiKeys)
+      .values({
+        key_id: keyId,
+        agent_id: agentId,
+        key_prefix: keyPrefix(apiKey),
+        key_hash: hashKey(apiKey),
+        name: input.name ?? null,
+        scopes: input.scopes ?? null,
+        is_active: true,
+        status: 'active',
+        created_at: now,
+        expires_at: expiresAt,
+      })
+      .onConflictDoNothing({ target: agentApiKeys.key_id })
+      .returning(KEY_COLUMNS);
     if (!row) throw new AppError('conflict', `key_id ${keyId} is already in use`);
     return {
       key_id: row.key_id,
@@ -64,7 +76,7 @@ export async function issueApiKey(ctx: AppContext, agentId: string, input: Issue
 }
 
 export async function listApiKeys(ctx: AppContext, agentId: string): Promise<ApiKeyList> {
-  const [agent] = await ctx.db.query(`SELECT 1 FROM agents WHERE agent_id = $1`, [agentId]);
+  const [agent] = await ctx.db.orm.select({ agent_id: agents.agent_id }).from(agents).where(eq(agents.agent_id, agentId));
   if (!agent) throw new AppError('not_found', `Agent ${agentId} does not exist`);
   const rows = await listKeyRows(ctx.db, agentId);
   const now = ctx.clock.now();
@@ -80,14 +92,18 @@ export async function revokeApiKey(ctx: AppContext, agentId: string, keyId: stri
   }
   const now = ctx.clock.now();
   const revoked = await ctx.db.tx(async (db) => {
-    const [key] = await db.query<KeyRow>(`SELECT ${KEY_COLUMNS} FROM agent_api_keys WHERE key_id = $1 AND agent_id = $2 FOR UPDATE`, [keyId, agentId]);
+    const [key] = await db.orm
+      .select(KEY_COLUMNS)
+      .from(agentApiKeys)
+      .where(and(eq(agentApiKeys.key_id, keyId), eq(agentApiKeys.agent_id, agentId)))
+      .for('update');
     if (!key) throw new AppError('not_found', `Key ${keyId} of agent ${agentId} does not exist`);
     const status = toApiKey(key, now).status;
     if (status !== 'active') throw new AppError('conflict', `Key ${keyId} is already ${status}`, { details: { status } });
-    await db.query(
-      `UPDATE agent_api_keys SET status = 'revoked', is_active = false, revoked_at = $3, revoked_by = $4 WHERE key_id = $1 AND agent_id = $2 AND status = 'active'`,
-      [keyId, agentId, now, revokedBy],
-    );
+    await db.orm
+      .update(agentApiKeys)
+      .set({ status: 'revoked', is_active: false, revoked_at: now, revoked_by: revokedBy })
+      .where(and(eq(agentApiKeys.key_id, keyId), eq(agentApiKeys.agent_id, agentId), eq(agentApiKeys.status, 'active')));
     return true;
   });
   if (revoked) await invalidateKeys(ctx, { kind: 'keys', key_ids: [keyId] });

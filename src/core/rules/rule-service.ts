@@ -7,8 +7,10 @@
  * Everything here is immutable once created (no update or delete routes).
  */
 import type { ValidateFunction } from 'ajv';
+import { and, eq, getTableColumns, sql } from 'drizzle-orm';
 import type { AppContext } from '../../shared/app-context.js';
 import type { Db } from '../db/index.js';
+import { graphEdges, graphNodes, ruleHistory, ruleSchemas, ruleSets, rules } from '../db/schema/index.js';
 import { AppError } from '../../shared/errors.js';
 import type { components } from '../../../gen/openapi/rules.js';
 import { semverSortKey } from '../../shared/semver.js';
@@ -17,9 +19,9 @@ import { compileRuleSchema, SchemaCompileError, violations } from './json-schema
 type S = components['schemas'];
 type EdgeMapping = S['EdgeMapping'];
 
-type SchemaRow = { id: string; schema: Record<string, unknown>; edge: EdgeMapping | null; created_at: Date };
-type SetRow = { id: string; version: string; schema_id: string; created_at: Date };
-type RuleRow = { rule_set_id: string; rule_set_version: string; rule_id: string; rule_data: Record<string, unknown>; created_at: Date };
+type SchemaRow = typeof ruleSchemas.$inferSelect;
+type SetRow = typeof ruleSets.$inferSelect;
+type RuleRow = typeof rules.$inferSelect;
 
 const toSchema = (r: SchemaRow): S['RuleSchema'] => ({ id: r.id, schema: r.schema, edge: r.edge ?? null, created_at: r.created_at.toISOString() });
 const toSet = (r: SetRow): S['RuleSet'] => ({ id: r.id, version: r.version, schema_id: r.schema_id, created_at: r.created_at.toISOString() });
@@ -51,56 +53,58 @@ export async function createRuleSchema(ctx: AppContext, input: S['CreateRuleSche
     if (!(e instanceof SchemaCompileError)) throw e;
     throw new AppError('validation_error', `Rule schema ${input.id} is not a valid JSON Schema: ${e.message}`, { details: { schema_errors: [e.message] } });
   }
-  const rows = await ctx.db.query<SchemaRow>(
-    `INSERT INTO rule_schemas (id, schema, edge, created_at) VALUES ($1, $2::jsonb, $3::jsonb, $4)
-     ON CONFLICT (id) DO NOTHING RETURNING *`,
-    [input.id, JSON.stringify(input.schema), input.edge ? JSON.stringify(input.edge) : null, ctx.clock.now()],
-  );
+  const rows = await ctx.db.orm
+    .insert(ruleSchemas)
+    .values({ id: input.id, schema: input.schema, edge: input.edge ?? null, created_at: ctx.clock.now() })
+    .onConflictDoNothing({ target: ruleSchemas.id })
+    .returning();
   if (!rows[0]) throw new AppError('conflict', `Rule schema ${input.id} already exists (schemas are immutable)`);
   return toSchema(rows[0]);
 }
 
 export async function getRuleSchema(ctx: AppContext, id: string): Promise<S['RuleSchema']> {
-  const [row] = await ctx.db.query<SchemaRow>('SELECT * FROM rule_schemas WHERE id = $1', [id]);
+  const [row] = await ctx.db.orm.select().from(ruleSchemas).where(eq(ruleSchemas.id, id));
   if (!row) throw new AppError('not_found', `Rule schema ${id} does not exist`);
   return toSchema(row);
 }
 
 export async function createRuleSet(ctx: AppContext, input: S['CreateRuleSetRequest']): Promise<S['RuleSet']> {
   return ctx.db.tx(async (t) => {
-    const [schema] = await t.query('SELECT 1 FROM rule_schemas WHERE id = $1', [input.schema_id]);
+    const [schema] = await t.orm.select({ id: ruleSchemas.id }).from(ruleSchemas).where(eq(ruleSchemas.id, input.schema_id));
     if (!schema) throw new AppError('not_found', `Rule schema ${input.schema_id} does not exist`, { details: { schema_id: input.schema_id } });
-    const rows = await t.query<SetRow>(
-      `INSERT INTO rule_sets (id, version, schema_id, created_at) VALUES ($1, $2, $3, $4)
-       ON CONFLICT (id, version) DO NOTHING RETURNING *`,
-      [input.id, input.version, input.schema_id, ctx.clock.now()],
-    );
+    const rows = await t.orm
+      .insert(ruleSets)
+      .values({ id: input.id, version: input.version, schema_id: input.schema_id, created_at: ctx.clock.now() })
+      .onConflictDoNothing({ target: [ruleSets.id, ruleSets.version] })
+      .returning();
     if (!rows[0]) throw new AppError('conflict', `Rule set ${input.id} version ${input.version} already exists`);
     return toSet(rows[0]);
   });
 }
 
 /** Semantic-version order in SQL (versions are stored only in the X.Y.Z shape; numeric parts, exact at any length). */
-const SEMVER_ORDER = semverSortKey('s.version');
+const SEMVER_ORDER = semverSortKey('"rule_sets"."version"');
 
 export async function listRuleSets(ctx: AppContext): Promise<S['RuleSetList']> {
-  const rows = await ctx.db.query<SetRow & { rule_count: number }>(
-    `SELECT s.id, s.version, s.schema_id, s.created_at,
-            (SELECT count(*) FROM rules r WHERE r.rule_set_id = s.id AND r.rule_set_version = s.version) AS rule_count
-       FROM rule_sets s ORDER BY s.id, ${SEMVER_ORDER}`,
-  );
+  const rows = await ctx.db.orm
+    .select({
+      ...getTableColumns(ruleSets),
+      rule_count: sql<number>`(SELECT count(*) FROM ${rules} WHERE ${rules.rule_set_id} = ${ruleSets.id} AND ${rules.rule_set_version} = ${ruleSets.version})`.mapWith(Number),
+    })
+    .from(ruleSets)
+    .orderBy(ruleSets.id, sql.raw(SEMVER_ORDER));
   return { rule_sets: rows.map((r) => ({ ...toSet(r), rule_count: Number(r.rule_count) })) };
 }
 
 /** The rule set version addressed (default: the highest version of the id). */
 async function findSet(db: Db, id: string, version: string | undefined): Promise<SetRow & { schema: Record<string, unknown>; edge: EdgeMapping | null; schema_created_at: Date }> {
-  const rows = await db.query<SetRow & { schema: Record<string, unknown>; edge: EdgeMapping | null; schema_created_at: Date }>(
-    `SELECT s.id, s.version, s.schema_id, s.created_at, sc.schema, sc.edge, sc.created_at AS schema_created_at
-       FROM rule_sets s JOIN rule_schemas sc ON sc.id = s.schema_id
-      WHERE s.id = $1 ${version ? 'AND s.version = $2' : ''}
-      ORDER BY ${SEMVER_ORDER} DESC LIMIT 1`,
-    version ? [id, version] : [id],
-  );
+  const rows = await db.orm
+    .select({ ...getTableColumns(ruleSets), schema: ruleSchemas.schema, edge: ruleSchemas.edge, schema_created_at: ruleSchemas.created_at })
+    .from(ruleSets)
+    .innerJoin(ruleSchemas, eq(ruleSchemas.id, ruleSets.schema_id))
+    .where(and(eq(ruleSets.id, id), version ? eq(ruleSets.version, version) : undefined))
+    .orderBy(sql`${sql.raw(SEMVER_ORDER)} DESC`)
+    .limit(1);
   if (!rows[0]) {
     throw new AppError('not_found', version ? `Rule set ${id} has no version ${version}` : `Rule set ${id} does not exist`);
   }
@@ -127,24 +131,34 @@ export async function createRule(ctx: AppContext, setId: string, version: string
       });
     }
     const now = ctx.clock.now();
-    const rows = await t.query<RuleRow>(
-      `INSERT INTO rules (rule_set_id, rule_set_version, rule_id, rule_data, created_at) VALUES ($1, $2, $3, $4::jsonb, $5)
-       ON CONFLICT (rule_set_id, rule_set_version, rule_id) DO NOTHING RETURNING *`,
-      [set.id, set.version, input.rule_id, JSON.stringify(input.rule_data), now],
-    );
+    const rows = await t.orm
+      .insert(rules)
+      .values({ rule_set_id: set.id, rule_set_version: set.version, rule_id: input.rule_id, rule_data: input.rule_data, created_at: now })
+      .onConflictDoNothing({ target: [rules.rule_set_id, rules.rule_set_version, rules.rule_id] })
+      .returning();
     if (!rows[0]) throw new AppError('conflict', `Rule ${input.rule_id} already exists in rule set ${set.id} version ${set.version}`);
-    await t.query(
-      `INSERT INTO rule_history (rule_set_id, rule_set_version, rule_id, action, rule_data, at) VALUES ($1, $2, $3, 'create', $4::jsonb, $5)`,
-      [set.id, set.version, input.rule_id, JSON.stringify(input.rule_data), now],
-    );
+    await t.orm
+      .insert(ruleHistory)
+      .values({ rule_set_id: set.id, rule_set_version: set.version, rule_id: input.rule_id, action: 'create', rule_data: input.rule_data, at: now });
     const edge = set.edge ? edgeFor(set.edge, input.rule_data) : null;
     if (edge) {
-      await t.query(`INSERT INTO graph_nodes (node_id, label) VALUES ($1, 'Entity'), ($2, 'Entity') ON CONFLICT (node_id) DO NOTHING`, [edge.from, edge.to]);
-      await t.query(
-        `INSERT INTO graph_edges (edge_type, from_id, to_id, source, props) VALUES ($1, $2, $3, $4, $5::jsonb)
-         ON CONFLICT (edge_type, from_id, to_id, source) DO NOTHING`,
-        [edge.type, edge.from, edge.to, `rule:${set.id}:${set.version}:${input.rule_id}`, JSON.stringify({ rule_set_id: set.id, rule_set_version: set.version, rule_id: input.rule_id })],
-      );
+      await t.orm
+        .insert(graphNodes)
+        .values([
+          { node_id: edge.from, label: 'Entity' },
+          { node_id: edge.to, label: 'Entity' },
+        ])
+        .onConflictDoNothing({ target: graphNodes.node_id });
+      await t.orm
+        .insert(graphEdges)
+        .values({
+          edge_type: edge.type,
+          from_id: edge.from,
+          to_id: edge.to,
+          source: `rule:${set.id}:${set.version}:${input.rule_id}`,
+          props: { rule_set_id: set.id, rule_set_version: set.version, rule_id: input.rule_id },
+        })
+        .onConflictDoNothing({ target: [graphEdges.edge_type, graphEdges.from_id, graphEdges.to_id, graphEdges.source] });
     }
     return toRule(rows[0]);
   });
@@ -152,9 +166,10 @@ export async function createRule(ctx: AppContext, setId: string, version: string
 
 export async function listRules(ctx: AppContext, setId: string, version: string | undefined): Promise<S['RuleList']> {
   const set = await findSet(ctx.db, setId, version);
-  const rows = await ctx.db.query<RuleRow>(
-    'SELECT * FROM rules WHERE rule_set_id = $1 AND rule_set_version = $2 ORDER BY created_at, rule_id',
-    [set.id, set.version],
-  );
+  const rows = await ctx.db.orm
+    .select()
+    .from(rules)
+    .where(and(eq(rules.rule_set_id, set.id), eq(rules.rule_set_version, set.version)))
+    .orderBy(rules.created_at, rules.rule_id);
   return { rules: rows.map(toRule) };
 }

@@ -5,7 +5,9 @@
  * tag move bumps it in the same transaction and announces it before the tag-update message.
  */
 import type { AppContext } from '../../shared/app-context.js';
+import { eq } from 'drizzle-orm';
 import type { Db } from '../db/index.js';
+import { bundleScds, tags } from '../db/schema/index.js';
 import { contentCache, snapshotCache } from '../graph/materialization.js';
 
 export interface TagContext {
@@ -35,13 +37,18 @@ export async function getTagContext(ctx: AppContext, tag: string): Promise<TagCo
   return p;
 }
 
-type TagRow = { tag_name: string; bundle_id: string; bundle_version: string; resolved_bundle_ids: string[]; context_yaml: string | null; updated_at: Date };
-
 export async function loadTagContext(db: Db, tag: string): Promise<TagContext | null> {
-  const [row] = await db.query<TagRow>(
-    'SELECT tag_name, bundle_id, bundle_version, resolved_bundle_ids, context_yaml, updated_at FROM tags WHERE tag_name = $1',
-    [tag],
-  );
+  const [row] = await db.orm
+    .select({
+      tag_name: tags.tag_name,
+      bundle_id: tags.bundle_id,
+      bundle_version: tags.bundle_version,
+      resolved_bundle_ids: tags.resolved_bundle_ids,
+      context_yaml: tags.context_yaml,
+      updated_at: tags.updated_at,
+    })
+    .from(tags)
+    .where(eq(tags.tag_name, tag));
   if (!row) return null;
   const { scdIds, scdContent } = await loadScdContents(db, row.resolved_bundle_ids);
   return Object.freeze({
@@ -61,7 +68,9 @@ export async function loadScdContents(db: Db, bundleRefs: string[]): Promise<{ s
   const scdIds: string[] = [];
   const scdContent: Record<string, string> = {};
   if (!bundleRefs.length) return { scdIds, scdContent };
-  const rows = await db.query<{ scd_id: string; content_yaml: string }>(
+  // Raw SQL: rows in the order of a list of (bundle, version) pairs (unnest WITH ORDINALITY),
+  // which the query builder has no form for; part of the content materialization.
+  const rows = await db.query<Pick<typeof bundleScds.$inferSelect, 'scd_id' | 'content_yaml'>>(
     `SELECT s.scd_id, s.content_yaml
        FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS r(bundle_id, version, ord)
        JOIN bundle_scds s ON s.bundle_id = r.bundle_id AND s.bundle_version = r.version

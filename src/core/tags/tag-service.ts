@@ -7,9 +7,11 @@
  * tag can never hit a cache that has not heard of the move).
  */
 import YAML from 'yaml';
+import { and, count, eq, sql } from 'drizzle-orm';
 import type { AppContext } from '../../shared/app-context.js';
 import { TAG_UPDATES_CHANNEL } from '../../shared/broker.js';
 import type { Db } from '../db/index.js';
+import { bundleScds, bundles, tagHistory, tags } from '../db/schema/index.js';
 import { AppError } from '../../shared/errors.js';
 import type { components } from '../../../gen/openapi/control-plane.js';
 import { announceContentChange, bumpVersions } from '../graph/content-version.js';
@@ -22,18 +24,7 @@ export type TagCreate = components['schemas']['TagCreate'];
 /** The body of `PUT /api/tags/{tag}` (the contract's TagUpdate: the new target). */
 export type TagMove = components['schemas']['TagUpdate'];
 
-type TagRow = {
-  tag_name: string;
-  bundle_id: string;
-  bundle_version: string;
-  resolved_bundle_ids: string[];
-  context_yaml: string | null;
-  description: string | null;
-  created_at: Date;
-  updated_at: Date;
-};
-
-const toTag = (r: TagRow): Tag => ({
+const toTag = (r: typeof tags.$inferSelect): Tag => ({
   tag: r.tag_name,
   bundle_id: r.bundle_id,
   bundle_version: r.bundle_version,
@@ -46,7 +37,10 @@ const toTag = (r: TagRow): Tag => ({
 
 /** The target must be a stored, active version (404 unknown, 409 deactivated). */
 async function checkTarget(t: Db, bundleId: string, version: string): Promise<void> {
-  const [b] = await t.query<{ is_active: boolean }>('SELECT is_active FROM bundles WHERE bundle_id = $1 AND version = $2', [bundleId, version]);
+  const [b] = await t.orm
+    .select({ is_active: bundles.is_active })
+    .from(bundles)
+    .where(and(eq(bundles.bundle_id, bundleId), eq(bundles.version, version)));
   const ref = pinned(bundleId, version);
   if (!b) throw new AppError('not_found', `Bundle version ${ref} does not exist`, { details: { reference: ref } });
   if (!b.is_active) throw new AppError('conflict', `Bundle version ${ref} is deactivated and cannot be tagged`, { details: { reference: ref } });
@@ -57,20 +51,22 @@ export async function buildContextYaml(t: Db, tag: string, res: Resolution, root
   const order = res.order;
   const ids = order.map((r) => r.slice(0, r.lastIndexOf(':')));
   const versions = order.map((r) => r.slice(r.lastIndexOf(':') + 1));
-  // Sequential: both run on the transaction's one connection.
-  const bundles = await t.query<{ bundle_id: string; version: string; title: string | null }>(
+  // Raw SQL: both read rows in the order of a list of (bundle, version) pairs (unnest WITH
+  // ORDINALITY), which the query builder has no form for. Sequential: both run on the
+  // transaction's one connection.
+  const titleRows = await t.query<Pick<typeof bundles.$inferSelect, 'bundle_id' | 'version' | 'title'>>(
       `SELECT b.bundle_id, b.version, b.title FROM unnest($1::text[], $2::text[]) AS r(bundle_id, version)
          JOIN bundles b ON b.bundle_id = r.bundle_id AND b.version = r.version`,
       [ids, versions],
     );
-  const scds = await t.query<{ ord: number; bundle_id: string; bundle_version: string; scd_id: string; document: Record<string, unknown> }>(
+  const scds = await t.query<Pick<typeof bundleScds.$inferSelect, 'bundle_id' | 'bundle_version' | 'scd_id' | 'document'> & { ord: number }>(
       `SELECT r.ord, s.bundle_id, s.bundle_version, s.scd_id, s.document
          FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS r(bundle_id, version, ord)
          JOIN bundle_scds s ON s.bundle_id = r.bundle_id AND s.bundle_version = r.version
         ORDER BY r.ord, s.position`,
       [ids, versions],
     );
-  const titles = new Map(bundles.map((b) => [pinned(b.bundle_id, b.version), b.title]));
+  const titles = new Map(titleRows.map((b) => [pinned(b.bundle_id, b.version), b.title]));
   const scdsByBundle = new Map<string, string[]>();
   const docs: Record<string, unknown>[] = [];
   const seen = new Set<string>();
@@ -107,18 +103,26 @@ export async function createTag(ctx: AppContext, input: TagCreate): Promise<Tag>
   const root = pinned(input.bundle_id, input.bundle_version);
   const { v, tag } = await ctx.db.tx(async (t) => {
     const { version: v, bundlesVersion } = await bumpVersions(t, false);
-    const [existing] = await t.query('SELECT 1 FROM tags WHERE tag_name = $1', [input.tag]);
+    const [existing] = await t.orm.select({ tag_name: tags.tag_name }).from(tags).where(eq(tags.tag_name, input.tag));
     if (existing) throw new AppError('conflict', `Tag ${input.tag} already exists; move it with PUT /api/tags/{tag}`, { details: { tag: input.tag } });
     await checkTarget(t, input.bundle_id, input.bundle_version);
     const res = resolveInMemory(await headsAt(ctx, t, bundlesVersion), [root], { mode: 'strict' });
     const yaml = await buildContextYaml(t, input.tag, res, root);
     const now = ctx.clock.now();
-    const [row] = await t.query<TagRow>(
-      `INSERT INTO tags (tag_name, bundle_id, bundle_version, resolved_bundle_ids, context_yaml, description, created_at, updated_at)
-       VALUES ($1, $2, $3, $4::text[], $5, $6, $7, $7) RETURNING *`,
-      [input.tag, input.bundle_id, input.bundle_version, res.order, yaml, input.description ?? null, now],
-    );
-    await t.query('INSERT INTO tag_history (tag_name, bundle_id, bundle_version, moved_at) VALUES ($1, $2, $3, $4)', [input.tag, input.bundle_id, input.bundle_version, now]);
+    const [row] = await t.orm
+      .insert(tags)
+      .values({
+        tag_name: input.tag,
+        bundle_id: input.bundle_id,
+        bundle_version: input.bundle_version,
+        resolved_bundle_ids: res.order,
+        context_yaml: yaml,
+        description: input.description ?? null,
+        created_at: now,
+        updated_at: now,
+      })
+      .returning();
+    await t.orm.insert(tagHistory).values({ tag_name: input.tag, bundle_id: input.bundle_id, bundle_version: input.bundle_version, moved_at: now });
     return { v, tag: toTag(row!) };
   });
   await publishTagUpdate(ctx, v, tag);
@@ -130,7 +134,7 @@ export async function moveTag(ctx: AppContext, name: string, input: TagMove): Pr
   const root = pinned(input.bundle_id, input.bundle_version);
   const { v, tag } = await ctx.db.tx(async (t) => {
     const { version: v, bundlesVersion } = await bumpVersions(t, false);
-    const [existing] = await t.query<TagRow>('SELECT * FROM tags WHERE tag_name = $1 FOR UPDATE', [name]);
+    const [existing] = await t.orm.select().from(tags).where(eq(tags.tag_name, name)).for('update');
     if (!existing) throw new AppError('not_found', `Tag ${name} does not exist (create it with POST /api/tags)`);
     await checkTarget(t, input.bundle_id, input.bundle_version);
     const res = resolveInMemory(await headsAt(ctx, t, bundlesVersion), [root], { mode: 'strict' });
@@ -138,12 +142,12 @@ export async function moveTag(ctx: AppContext, name: string, input: TagMove): Pr
     const description = 'description' in input ? (input.description ?? null) : existing.description;
     // updated_at strictly increases, so (bundle, version, updated_at) tells every move apart.
     const now = new Date(Math.max(ctx.clock.now().getTime(), existing.updated_at.getTime() + 1));
-    const [row] = await t.query<TagRow>(
-      `UPDATE tags SET bundle_id = $2, bundle_version = $3, resolved_bundle_ids = $4::text[], context_yaml = $5, description = $6, updated_at = $7
-        WHERE tag_name = $1 RETURNING *`,
-      [name, input.bundle_id, input.bundle_version, res.order, yaml, description, now],
-    );
-    await t.query('INSERT INTO tag_history (tag_name, bundle_id, bundle_version, moved_at) VALUES ($1, $2, $3, $4)', [name, input.bundle_id, input.bundle_version, now]);
+    const [row] = await t.orm
+      .update(tags)
+      .set({ bundle_id: input.bundle_id, bundle_version: input.bundle_version, resolved_bundle_ids: res.order, context_yaml: yaml, description, updated_at: now })
+      .where(eq(tags.tag_name, name))
+      .returning();
+    await t.orm.insert(tagHistory).values({ tag_name: name, bundle_id: input.bundle_id, bundle_version: input.bundle_version, moved_at: now });
     return { v, tag: toTag(row!) };
   });
   await publishTagUpdate(ctx, v, tag);
@@ -152,19 +156,29 @@ export async function moveTag(ctx: AppContext, name: string, input: TagMove): Pr
 }
 
 export async function getTag(ctx: AppContext, name: string): Promise<Tag> {
-  const [row] = await ctx.db.query<TagRow>('SELECT * FROM tags WHERE tag_name = $1', [name]);
+  const [row] = await ctx.db.orm.select().from(tags).where(eq(tags.tag_name, name));
   if (!row) throw new AppError('not_found', `Tag ${name} does not exist`);
   return toTag(row);
 }
 
 export async function listTags(ctx: AppContext, q: { limit: number; offset: number }): Promise<TagList> {
-  const rows = await ctx.db.query<TagRow & { total: number }>(
-    `SELECT tag_name, bundle_id, bundle_version, description, created_at, updated_at, count(*) OVER () AS total
-       FROM tags ORDER BY tag_name LIMIT $1 OFFSET $2`,
-    [q.limit, q.offset],
-  );
+  const rows = await ctx.db.orm
+    .select({
+      tag_name: tags.tag_name,
+      bundle_id: tags.bundle_id,
+      bundle_version: tags.bundle_version,
+      description: tags.description,
+      created_at: tags.created_at,
+      updated_at: tags.updated_at,
+      total: sql<number>`count(*) OVER ()`.mapWith(Number),
+    })
+    .from(tags)
+    .orderBy(tags.tag_name)
+    .limit(q.limit)
+    .offset(q.offset);
   let total = rows[0]?.total;
-  if (total === undefined) total = Number((await ctx.db.query<{ n: number }>('SELECT count(*) AS n FROM tags'))[0]!.n);
+  // A page past the end carries no window count.
+  if (total === undefined) total = (await ctx.db.orm.select({ n: count() }).from(tags))[0]!.n;
   return {
     tags: rows.map((r) => ({
       tag: r.tag_name,

@@ -3,7 +3,9 @@
  * by its send attempts. Updates made while sending are guarded by the delivery lease
  * (`claimed_by`), so a process that lost its lease never overwrites another's progress.
  */
+import { and, asc, desc, eq, inArray, isNull, lt, or, sql } from 'drizzle-orm';
 import type { Db } from '../../core/db/index.js';
+import { telemetryLog } from '../../core/db/schema/index.js';
 import type { components } from '../../../gen/openapi/telemetry.js';
 import { pickPayload, type BeaconPayload, type ReportCounts } from './payload.js';
 
@@ -23,6 +25,11 @@ export interface QueuedEntry {
 }
 
 export type Stats = components['schemas']['TelemetryStats'];
+
+/** A report still to be sent (the only ones a sender may change). */
+const unfinished = inArray(telemetryLog.status, ['pending', 'retrying']);
+/** Nobody holds the delivery lease, or it ran out. */
+const leaseFree = (now: Date) => or(isNull(telemetryLog.claimed_until), lt(telemetryLog.claimed_until, now));
 
 const iso = (d: Date | string) => (d instanceof Date ? d : new Date(d)).toISOString();
 const payloadOf = (p: unknown) => pickPayload((typeof p === 'string' ? JSON.parse(p) : p) as Record<string, unknown>);
@@ -47,44 +54,49 @@ export interface NewEntry {
  * returns null (the partial unique index is the guard, across processes).
  */
 export async function insertEntry(db: Db, e: NewEntry): Promise<number | null> {
-  const rows = await db.query<{ id: number }>(
-    `INSERT INTO telemetry_log (report_date, trigger, reported_at, status, attempts, payload, signed, error_message, endpoint,
-                                agent_count, context_request_count, bundle_count, claimed_by, claimed_until, next_attempt_at, created_at, updated_at)
-     VALUES ($1::text::date, $2, $3, $4, 0, $5::text::jsonb, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $14)
-     ON CONFLICT (report_date) WHERE trigger = 'schedule' DO NOTHING
-     RETURNING id`,
-    [
-      e.reportDate,
-      e.trigger,
-      new Date(e.payload.reported_at),
-      e.status,
-      JSON.stringify(e.payload),
-      e.signed,
-      e.errorMessage ?? null,
-      e.endpoint,
-      e.counts.agent_count,
-      e.counts.context_request_count,
-      e.counts.bundle_count,
-      e.claimedBy,
-      e.claimedUntil,
-      e.now,
-    ],
-  );
-  return rows[0] ? Number(rows[0].id) : null;
+  const rows = await db.orm
+    .insert(telemetryLog)
+    .values({
+      report_date: e.reportDate,
+      trigger: e.trigger,
+      reported_at: new Date(e.payload.reported_at),
+      status: e.status,
+      attempts: 0,
+      payload: e.payload as unknown as Record<string, unknown>,
+      signed: e.signed,
+      error_message: e.errorMessage ?? null,
+      endpoint: e.endpoint,
+      agent_count: e.counts.agent_count,
+      context_request_count: e.counts.context_request_count,
+      bundle_count: e.counts.bundle_count,
+      claimed_by: e.claimedBy,
+      claimed_until: e.claimedUntil,
+      next_attempt_at: e.now,
+      created_at: e.now,
+      updated_at: e.now,
+    })
+    // The partial unique index's predicate, written as a literal: PostgreSQL infers the
+    // arbiter index from it, which a parameter would not allow.
+    .onConflictDoNothing({ target: telemetryLog.report_date, where: sql`trigger = 'schedule'` })
+    .returning({ id: telemetryLog.id });
+  return rows[0] ? rows[0].id : null;
 }
 
 export async function scheduledExists(db: Db, reportDate: string): Promise<boolean> {
-  const rows = await db.query(`SELECT 1 FROM telemetry_log WHERE trigger = 'schedule' AND report_date = $1::date`, [reportDate]);
+  const rows = await db.orm
+    .select({ id: telemetryLog.id })
+    .from(telemetryLog)
+    .where(and(eq(telemetryLog.trigger, 'schedule'), eq(telemetryLog.report_date, reportDate)));
   return rows.length > 0;
 }
 
 /** Renews the lease before an attempt; false when the lease is no longer ours. */
 export async function beginAttempt(db: Db, id: number, owner: string, leaseUntil: Date, signed: boolean, endpoint: string, now: Date): Promise<boolean> {
-  const rows = await db.query(
-    `UPDATE telemetry_log SET claimed_until = $3, signed = $4, endpoint = $5, updated_at = $6
-     WHERE id = $1 AND claimed_by = $2 AND status IN ('pending', 'retrying') RETURNING id`,
-    [id, owner, leaseUntil, signed, endpoint, now],
-  );
+  const rows = await db.orm
+    .update(telemetryLog)
+    .set({ claimed_until: leaseUntil, signed, endpoint, updated_at: now })
+    .where(and(eq(telemetryLog.id, id), eq(telemetryLog.claimed_by, owner), unfinished))
+    .returning({ id: telemetryLog.id });
   return rows.length > 0;
 }
 
@@ -96,34 +108,40 @@ export async function recordOutcome(
   o: { status: ReportStatus; attempts: number; errorMessage: string | null; nextAttemptAt: Date | null; leaseUntil: Date | null; now: Date },
 ): Promise<boolean> {
   const final = o.status === 'sent' || o.status === 'failed';
-  const rows = await db.query(
-    `UPDATE telemetry_log
-        SET status = $3, attempts = $4, error_message = $5, next_attempt_at = $6,
-            claimed_until = $7, claimed_by = CASE WHEN $8::boolean THEN NULL ELSE claimed_by END, updated_at = $9
-      WHERE id = $1 AND claimed_by = $2 AND status IN ('pending', 'retrying') RETURNING id`,
-    [id, owner, o.status, o.attempts, o.errorMessage, o.nextAttemptAt, final ? null : o.leaseUntil, final, o.now],
-  );
+  const rows = await db.orm
+    .update(telemetryLog)
+    .set({
+      status: o.status,
+      attempts: o.attempts,
+      error_message: o.errorMessage,
+      next_attempt_at: o.nextAttemptAt,
+      claimed_until: final ? null : o.leaseUntil,
+      // The guard below already requires claimed_by = owner: a final outcome releases it.
+      ...(final && { claimed_by: null }),
+      updated_at: o.now,
+    })
+    .where(and(eq(telemetryLog.id, id), eq(telemetryLog.claimed_by, owner), unfinished))
+    .returning({ id: telemetryLog.id });
   return rows.length > 0;
 }
 
 /** Gives up the lease on this owner's unfinished entries (clean shutdown: resumed at next start). */
 export async function releaseLeases(db: Db, owner: string, now: Date): Promise<void> {
-  await db.query(
-    `UPDATE telemetry_log SET claimed_by = NULL, claimed_until = NULL, updated_at = $2
-      WHERE claimed_by = $1 AND status IN ('pending', 'retrying')`,
-    [owner, now],
-  );
+  await db.orm
+    .update(telemetryLog)
+    .set({ claimed_by: null, claimed_until: null, updated_at: now })
+    .where(and(eq(telemetryLog.claimed_by, owner), unfinished));
 }
 
 /** Unfinished entries whose lease is free or ran out (their sender stopped or crashed). */
 export async function orphanIds(db: Db, now: Date, limit = 100): Promise<number[]> {
-  const rows = await db.query<{ id: number }>(
-    `SELECT id FROM telemetry_log
-      WHERE status IN ('pending', 'retrying') AND (claimed_until IS NULL OR claimed_until < $1)
-      ORDER BY id LIMIT $2`,
-    [now, limit],
-  );
-  return rows.map((r) => Number(r.id));
+  const rows = await db.orm
+    .select({ id: telemetryLog.id })
+    .from(telemetryLog)
+    .where(and(unfinished, leaseFree(now)))
+    .orderBy(asc(telemetryLog.id))
+    .limit(limit);
+  return rows.map((r) => r.id);
 }
 
 /**
@@ -131,13 +149,21 @@ export async function orphanIds(db: Db, now: Date, limit = 100): Promise<number[
  * lease covers the wait until the entry's next attempt is due plus `leaseMs`.
  */
 export async function claimOrphan(db: Db, id: number, owner: string, leaseMs: number, now: Date): Promise<QueuedEntry | null> {
-  const rows = await db.query<{ id: number; attempts: number; payload: unknown; next_attempt_at: Date | null; error_message: string | null }>(
-    `UPDATE telemetry_log
-        SET claimed_by = $2, claimed_until = GREATEST(COALESCE(next_attempt_at, $4), $4) + $3::float8 * interval '1 millisecond', updated_at = $4
-      WHERE id = $1 AND status IN ('pending', 'retrying') AND (claimed_until IS NULL OR claimed_until < $4)
-      RETURNING id, attempts, payload, next_attempt_at, error_message`,
-    [id, owner, leaseMs, now],
-  );
+  const rows = await db.orm
+    .update(telemetryLog)
+    .set({
+      claimed_by: owner,
+      claimed_until: sql`GREATEST(COALESCE(${telemetryLog.next_attempt_at}, ${now}), ${now}) + ${leaseMs}::float8 * interval '1 millisecond'`,
+      updated_at: now,
+    })
+    .where(and(eq(telemetryLog.id, id), unfinished, leaseFree(now)))
+    .returning({
+      id: telemetryLog.id,
+      attempts: telemetryLog.attempts,
+      payload: telemetryLog.payload,
+      next_attempt_at: telemetryLog.next_attempt_at,
+      error_message: telemetryLog.error_message,
+    });
   const r = rows[0];
   if (!r) return null;
   return {
@@ -149,9 +175,21 @@ export async function claimOrphan(db: Db, id: number, owner: string, leaseMs: nu
   };
 }
 
-const ENTRY_COLUMNS = 'id, reported_at, status, attempts, agent_count, context_request_count, bundle_count, payload, signed, error_message, endpoint';
+const ENTRY_COLUMNS = {
+  id: telemetryLog.id,
+  reported_at: telemetryLog.reported_at,
+  status: telemetryLog.status,
+  attempts: telemetryLog.attempts,
+  agent_count: telemetryLog.agent_count,
+  context_request_count: telemetryLog.context_request_count,
+  bundle_count: telemetryLog.bundle_count,
+  payload: telemetryLog.payload,
+  signed: telemetryLog.signed,
+  error_message: telemetryLog.error_message,
+  endpoint: telemetryLog.endpoint,
+};
 
-function toEntry(r: Record<string, any>): LogEntry {
+function toEntry(r: Pick<typeof telemetryLog.$inferSelect, keyof typeof ENTRY_COLUMNS>): LogEntry {
   return {
   id: Number(r.id),
   reported_at: iso(r.reported_at),
@@ -168,29 +206,24 @@ function toEntry(r: Record<string, any>): LogEntry {
 }
 
 export async function listEntries(db: Db, limit: number, offset: number): Promise<LogEntry[]> {
-  const rows = await db.query(
-    `SELECT ${ENTRY_COLUMNS} FROM telemetry_log ORDER BY reported_at DESC, id DESC LIMIT $1 OFFSET $2`,
-    [limit, offset],
-  );
+  const rows = await db.orm.select(ENTRY_COLUMNS).from(telemetryLog).orderBy(desc(telemetryLog.reported_at), desc(telemetryLog.id)).limit(limit).offset(offset);
   return rows.map(toEntry);
 }
 
 export async function getEntry(db: Db, id: number): Promise<LogEntry | null> {
-  const rows = await db.query(
-    `SELECT ${ENTRY_COLUMNS} FROM telemetry_log WHERE id = $1`,
-    [id],
-  );
+  const rows = await db.orm.select(ENTRY_COLUMNS).from(telemetryLog).where(eq(telemetryLog.id, id));
   return rows[0] ? toEntry(rows[0]) : null;
 }
 
 export async function readStats(db: Db): Promise<Stats> {
-  const [r] = await db.query(
-    `SELECT count(*) FILTER (WHERE status = 'sent')::int8 AS sent,
-            count(*) FILTER (WHERE status = 'failed')::int8 AS failed,
-            count(*) FILTER (WHERE status IN ('pending', 'retrying'))::int8 AS queued,
-            max(reported_at) FILTER (WHERE status = 'sent') AS last_sent
-       FROM telemetry_log`,
-  );
+  const [r] = await db.orm
+    .select({
+      sent: sql<number>`count(*) FILTER (WHERE ${telemetryLog.status} = 'sent')`.mapWith(Number),
+      failed: sql<number>`count(*) FILTER (WHERE ${telemetryLog.status} = 'failed')`.mapWith(Number),
+      queued: sql<number>`count(*) FILTER (WHERE ${unfinished})`.mapWith(Number),
+      last_sent: sql<Date | null>`max(${telemetryLog.reported_at}) FILTER (WHERE ${telemetryLog.status} = 'sent')`.mapWith(telemetryLog.reported_at),
+    })
+    .from(telemetryLog);
   return {
     total_reports_sent: Number(r!.sent),
     total_reports_failed: Number(r!.failed),

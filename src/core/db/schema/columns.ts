@@ -1,0 +1,9 @@
+/**
+ * Column helpers shared by the table files. Every timestamp the migrations create is
+ * `timestamptz(3)` read as a JS Date; int8 columns are read as numbers (the postgres.js
+ * setting in ../index.ts: counts and sequences stay far below 2^53).
+ */
+import { timestamp } from 'drizzle-orm/pg-core';
+
+/** `timestamptz(3)`, as a Date. */
+export const timestamptz3 = (name: string) => timestamp(name, { withTimezone: true, precision: 3, mode: 'date' });
