@@ -11,28 +11,28 @@
  */
 import { ConnectError } from '@connectrpc/connect';
 import type { AppContext } from '../../shared/app-context.js';
-import type { H2Stream } from '../../shared/http2/server.js';
+import type http2 from 'node:http2';
 import { RequestContextRequestSchema } from '../../../gen/proto/context_pb.js';
 import { callRequestContext, responseParts } from './request-context.js';
 import { finish, isPlainGrpc, readMessage, writeMessage } from './h2.js';
-import { MAX_MESSAGE_BYTES } from '../../shared/http2/connect.js';
+import { MAX_MESSAGE_BYTES } from '../../shared/h2c.js';
 
 export const REQUEST_CONTEXT_PATH = '/svc.context.v1.ContextService/RequestContext';
 
 /** The pre-handler: true when it took the request. */
-export function requestContextH2(ctx: AppContext): (stream: H2Stream) => boolean {
-  return (stream) => {
-    if (!isPlainGrpc(stream, REQUEST_CONTEXT_PATH)) return false;
+export function requestContextH2(ctx: AppContext): (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => boolean {
+  return (stream, headers) => {
+    if (!isPlainGrpc(headers, REQUEST_CONTEXT_PATH)) return false;
     answer(ctx, stream).catch((e: unknown) => finish(stream, ConnectError.from(e)));
     return true;
   };
 }
 
-async function answer(ctx: AppContext, stream: H2Stream): Promise<void> {
+async function answer(ctx: AppContext, stream: http2.ServerHttp2Stream): Promise<void> {
   // The same limit as the Connect router's (its other protocols and compressed calls).
   const request = await readMessage(stream, RequestContextRequestSchema, MAX_MESSAGE_BYTES);
   const { head, tail } = responseParts(await callRequestContext(ctx, request));
-  if (stream.isClosed) return;
+  if (stream.closed) return;
   writeMessage(stream, head, tail);
   finish(stream, null);
 }
