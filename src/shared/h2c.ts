@@ -8,9 +8,11 @@
  * ended with ENHANCE_YOUR_CALM) and CONTINUATION floods (CVE-2024-28182: header blocks over
  * too many CONTINUATION frames end the session). The options below bound the rest.
  *
- * An HTTP/1 client on this port: nghttp2 reads its request line as a bad client preface and
- * node ends the connection (a GOAWAY, PROTOCOL_ERROR, then close); the client sees a parse
- * error or a closed socket, never an HTTP/1 status. Node offers HTTP/1 fallback on TLS only.
+ * An HTTP/1 client on this port: nghttp2 reads its request line as a bad client preface, and
+ * node answers with its SETTINGS and a GOAWAY and closes the connection; node's own HTTP/1
+ * client reports a parse error (HPE_INVALID_CONSTANT), never an HTTP status. (Node falls
+ * back to HTTP/1 only on TLS servers, through ALPN; the lean server this replaced answered
+ * 505.)
  */
 import http2 from 'node:http2';
 

@@ -38,19 +38,21 @@ export function closedSignal(stream: http2.ServerHttp2Stream): AbortSignal {
 }
 
 /**
- * Reads the request to its end and decodes its one uncompressed message. A request over
- * `maxBytes` is read on without keeping it, then refused (RESOURCE_EXHAUSTED); a missing,
+ * Reads the request to its end and decodes its one uncompressed message. A message over
+ * `maxBytes` (its 5-byte prefix not counted, as Connect's readMaxBytes does not count it) is
+ * read on without keeping it, then refused (RESOURCE_EXHAUSTED); a missing,
  * compressed, truncated or extra message, or bytes that are not a `schema`, are refused.
  */
 export async function readMessage<Desc extends DescMessage>(stream: http2.ServerHttp2Stream, schema: Desc, maxBytes: number): Promise<MessageShape<Desc>> {
+  const limit = 5 + maxBytes;
   const body = await new Promise<Buffer | null>((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     stream.on('data', (c: Buffer) => {
       size += c.length;
-      if (size <= maxBytes) chunks.push(c);
+      if (size <= limit) chunks.push(c);
     });
-    stream.once('end', () => resolve(size > maxBytes ? null : chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
+    stream.once('end', () => resolve(size > limit ? null : chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
     stream.once('close', () => reject(new ConnectError('the client closed the stream', Code.Canceled)));
   });
   if (body === null) throw new ConnectError(`request exceeds ${maxBytes} bytes`, Code.ResourceExhausted);
