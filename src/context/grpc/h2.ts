@@ -77,10 +77,7 @@ export function writeMessage(stream: http2.ServerHttp2Stream, head: Uint8Array, 
   first[0] = 0; // not compressed
   first.writeUInt32BE(head.length + (shared?.length ?? 0), 1);
   first.set(head, 5);
-  if (!stream.headersSent) {
-    stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
-    stream.once('wantTrailers', onWantTrailers);
-  }
+  if (!stream.headersSent) respond(stream);
   if (!shared?.length) return stream.write(first);
   stream.cork();
   stream.write(first);
@@ -90,16 +87,18 @@ export function writeMessage(stream: http2.ServerHttp2Stream, head: Uint8Array, 
 }
 
 /**
- * Ends the call with its status: in the trailers after the messages, or as a trailers-only
- * answer (one HEADERS frame) when none was written.
+ * Ends the call with its status in the trailers, after the messages or after none: headers
+ * then trailers, as port 8002 always answered. (A Trailers-Only answer, one HEADERS frame,
+ * is valid gRPC too, but a client listening for node:http2's 'trailers' event misses it.)
  */
 export function finish(stream: http2.ServerHttp2Stream, err: ConnectError | null): void {
   if (stream.closed || stream.destroyed || stream.writableEnded) return;
-  const trailers = err ? { 'grpc-status': String(err.code), 'grpc-message': encodeURIComponent(err.rawMessage) } : OK_TRAILERS;
-  if (!stream.headersSent) {
-    stream.respond({ ...RESPONSE_HEADERS, ...trailers }, { endStream: true });
-    return;
-  }
-  if (err) trailersOf.set(stream, trailers);
+  if (!stream.headersSent) respond(stream);
+  if (err) trailersOf.set(stream, { 'grpc-status': String(err.code), 'grpc-message': encodeURIComponent(err.rawMessage) });
   stream.end();
+}
+
+function respond(stream: http2.ServerHttp2Stream): void {
+  stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
+  stream.once('wantTrailers', onWantTrailers);
 }
