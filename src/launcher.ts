@@ -116,7 +116,12 @@ async function startOne(ctx: AppContext, name: ServiceName, portOverride?: numbe
   };
 }
 
-/** Logs what a Connect handler threw that is not a ConnectError (an unexpected failure); the client gets INTERNAL or UNKNOWN. */
+/**
+ * Logs what a Connect handler threw that is not a ConnectError (an unexpected failure; the
+ * client gets INTERNAL or UNKNOWN). The handlers log their own expected failures. What the
+ * adapter cannot hand us: a response whose writing fails other than by the client leaving
+ * (which it ignores as ABORTED), which connectNodeAdapter prints with console.error.
+ */
 function logFailures(ctx: AppContext): Interceptor {
   return (next) => async (req) => {
     try {
