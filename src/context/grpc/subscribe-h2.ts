@@ -1,6 +1,6 @@
 /**
  * Subscribe for plain binary gRPC (`application/grpc[+proto]`, uncompressed request), served
- * straight on the HTTP/2 stream. Why: a tag's context is large (the corpus's W1 project tag:
+ * straight on node:http2's stream. Why: a tag's context is large (the corpus's W1 project tag:
  * about 180 KB per message) and a move goes to every stream at once; through Connect each
  * stream re-serializes and copies the message three times (buffer growth, slice, envelope),
  * which at 1,000 streams is most of the fan-out's time and garbage. Here the shared part of
