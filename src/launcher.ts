@@ -3,11 +3,13 @@
  * requests (up to a grace period), end streams, then close the context (database, broker).
  */
 import http from 'node:http';
+import http2 from 'node:http2';
 import type net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
-import { createH2Server, type H2Server } from './shared/http2/server.js';
-import { connectH2Handler } from './shared/http2/connect.js';
+import { ConnectError, type Interceptor } from '@connectrpc/connect';
+import { connectNodeAdapter } from '@connectrpc/connect-node';
+import { createH2cServer, MAX_MESSAGE_BYTES, type H2cServer } from './shared/h2c.js';
 import type { AppContext } from './shared/app-context.js';
 import type { ServiceName } from './shared/service.js';
 import { SERVICES } from './services.js';
@@ -44,7 +46,7 @@ async function startOne(ctx: AppContext, name: ServiceName, portOverride?: numbe
   const host = def.host(ctx.config);
   const wanted = portOverride ?? def.port(ctx.config);
   let server: net.Server;
-  let h2: H2Server | null = null;
+  let h2: H2cServer | null = null;
   if (def.kind === 'http') {
     const app = await def.createApp(ctx);
     // A service may serve some requests itself before the app (see HttpServiceDef.preHandle).
@@ -64,12 +66,23 @@ async function startOne(ctx: AppContext, name: ServiceName, portOverride?: numbe
     // gRPC client advertises gzip, and gzipping each context answer and each Subscribe
     // message (tens of KB, for every stream of a tag) costs far more CPU than loopback or
     // LAN bandwidth saves. A message is compressed only from compressMinBytes up.
-    // On the lean HTTP/2 server (shared/http2/server.ts says why not node:http2).
-    const onError = (e: unknown, method?: string) => ctx.logger.error('grpc handler failed', { method, error: e as Error });
-    const connect = connectH2Handler({ routes: def.routes(ctx), compressMinBytes: Number.MAX_SAFE_INTEGER, onError });
-    // A service may serve some requests itself before the router (see GrpcServiceDef.preHandle).
+    const connect = connectNodeAdapter({
+      routes: def.routes(ctx),
+      compressMinBytes: Number.MAX_SAFE_INTEGER,
+      readMaxBytes: MAX_MESSAGE_BYTES,
+      interceptors: [logFailures(ctx)],
+    });
+    // A service may serve some requests itself before the router (see GrpcServiceDef.preHandle);
+    // the others get node's compatibility request and response, as http2.createServer's own
+    // 'request' event would give them (minus Expect: 100-continue, which gRPC does not use).
     const pre = def.preHandle?.(ctx);
-    h2 = createH2Server({ onStream: pre ? (s) => void (pre(s) || connect(s)) : connect, onError });
+    h2 = createH2cServer(
+      (stream, headers, rawHeaders) => {
+        if (pre?.(stream, headers)) return;
+        connect(new http2.Http2ServerRequest(stream, headers, {}, rawHeaders), new http2.Http2ServerResponse(stream));
+      },
+      (e) => ctx.logger.debug('grpc stream error', { error: e.message }),
+    );
     server = h2.server;
     await listening(server, wanted, host);
   }
@@ -100,6 +113,23 @@ async function startOne(ctx: AppContext, name: ServiceName, portOverride?: numbe
       })();
       return closing;
     },
+  };
+}
+
+/**
+ * Logs what a Connect handler threw that is not a ConnectError (an unexpected failure; the
+ * client gets INTERNAL or UNKNOWN). The handlers log their own expected failures. What the
+ * adapter cannot hand us: a response whose writing fails other than by the client leaving
+ * (which it ignores as ABORTED), which connectNodeAdapter prints with console.error.
+ */
+function logFailures(ctx: AppContext): Interceptor {
+  return (next) => async (req) => {
+    try {
+      return await next(req);
+    } catch (e) {
+      if (!(e instanceof ConnectError)) ctx.logger.error('grpc handler failed', { method: `${req.service.typeName}/${req.method.name}`, error: e as Error });
+      throw e;
+    }
   };
 }
 

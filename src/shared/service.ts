@@ -3,7 +3,7 @@
  * no side effects (`createApp`); `start` runs its background jobs; only the launcher listens.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { H2Stream } from './http2/server.js';
+import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import type { ConnectRouter } from '@connectrpc/connect';
 import type { Hono } from 'hono';
 import type { AppContext } from './app-context.js';
@@ -42,11 +42,14 @@ export interface GrpcServiceDef extends ServiceBase {
   routes(ctx: AppContext): (router: ConnectRouter) => void;
   /**
    * Optional: runs before the Connect router on every request and answers true when it
-   * served the request itself (a hot path written straight on the HTTP/2 stream of shared/http2), false
+   * served the request itself (a hot path written straight on node:http2's stream), false
    * to leave it to the router.
    */
-  preHandle?(ctx: AppContext): (stream: H2Stream) => boolean;
+  preHandle?(ctx: AppContext): GrpcPreHandler;
 }
+
+/** A hot-path handler on node:http2: true when it took the stream. */
+export type GrpcPreHandler = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => boolean;
 
 export type ServiceDef = HttpServiceDef | GrpcServiceDef;
 

@@ -1,7 +1,7 @@
 /** Connect-RPC routes of the context service (spec 4.8): RequestContext and Subscribe. */
 import type { ConnectRouter } from '@connectrpc/connect';
 import type { AppContext } from '../../shared/app-context.js';
-import type { H2Stream } from '../../shared/http2/server.js';
+import type { GrpcPreHandler } from '../../shared/service.js';
 import { ContextService } from '../../../gen/proto/context_pb.js';
 import { requestContextHandler } from './request-context.js';
 import { subscribeHandler } from './subscribe.js';
@@ -18,8 +18,8 @@ export function contextRoutes(ctx: AppContext): (router: ConnectRouter) => void 
  * Plain binary gRPC calls served straight on the HTTP/2 stream before the router (see
  * subscribe-h2.ts and request-context-h2.ts); anything they decline goes to Connect.
  */
-export function contextPreHandle(ctx: AppContext): (stream: H2Stream) => boolean {
+export function contextPreHandle(ctx: AppContext): GrpcPreHandler {
   const subscribe = subscribeH2(ctx);
   const requestContext = requestContextH2(ctx);
-  return (stream) => requestContext(stream) || subscribe(stream);
+  return (stream, headers) => requestContext(stream, headers) || subscribe(stream, headers);
 }

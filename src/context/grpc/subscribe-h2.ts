@@ -1,6 +1,6 @@
 /**
  * Subscribe for plain binary gRPC (`application/grpc[+proto]`, uncompressed request), served
- * straight on the HTTP/2 stream. Why: a tag's context is large (the corpus's W1 project tag:
+ * straight on node:http2's stream. Why: a tag's context is large (the corpus's W1 project tag:
  * about 180 KB per message) and a move goes to every stream at once; through Connect each
  * stream re-serializes and copies the message three times (buffer growth, slice, envelope),
  * which at 1,000 streams is most of the fan-out's time and garbage. Here the shared part of
@@ -16,10 +16,10 @@
 import { create, toBinary } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
 import type { AppContext } from '../../shared/app-context.js';
-import type { H2Stream } from '../../shared/http2/server.js';
+import type http2 from 'node:http2';
 import { ContextMessageSchema, SubscribeRequestSchema } from '../../../gen/proto/context_pb.js';
 import { subscriptionFrames } from './subscribe.js';
-import { finish, isPlainGrpc, readMessage, writeMessage } from './h2.js';
+import { closedSignal, finish, isPlainGrpc, readMessage, writeMessage } from './h2.js';
 
 export const SUBSCRIBE_PATH = '/svc.context.v1.ContextService/Subscribe';
 const MAX_REQUEST_BYTES = 64 * 1024;
@@ -29,10 +29,10 @@ const TIMEOUT_UNITS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000
  * The pre-handler the launcher runs before the Connect router: true when it took the
  * request (a plain binary gRPC Subscribe), false to leave it to Connect.
  */
-export function subscribeH2(ctx: AppContext): (stream: H2Stream) => boolean {
-  return (stream) => {
-    if (!isPlainGrpc(stream, SUBSCRIBE_PATH)) return false;
-    serve(ctx, stream).catch((e: unknown) => {
+export function subscribeH2(ctx: AppContext): (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => boolean {
+  return (stream, headers) => {
+    if (!isPlainGrpc(headers, SUBSCRIBE_PATH)) return false;
+    serve(ctx, stream, headers['grpc-timeout']).catch((e: unknown) => {
       ctx.logger.error('subscribe stream failed', { error: e as Error });
       finish(stream, new ConnectError('internal error', Code.Internal));
     });
@@ -40,9 +40,9 @@ export function subscribeH2(ctx: AppContext): (stream: H2Stream) => boolean {
   };
 }
 
-async function serve(ctx: AppContext, stream: H2Stream): Promise<void> {
-  const gone = stream.signal;
-  const deadline = deadlineSignal(stream.header('grpc-timeout'));
+async function serve(ctx: AppContext, stream: http2.ServerHttp2Stream, timeout: string | string[] | undefined): Promise<void> {
+  const gone = closedSignal(stream);
+  const deadline = deadlineSignal(timeout);
   const signal = deadline ? AbortSignal.any([gone, deadline.signal]) : gone;
   try {
     const request = await readMessage(stream, SubscribeRequestSchema, MAX_REQUEST_BYTES);
@@ -60,20 +60,22 @@ async function serve(ctx: AppContext, stream: H2Stream): Promise<void> {
   }
 }
 
-/** The stream's queue has gone to the socket, or the deadline passed (the stream's end resolves drain() too). */
-function drained(stream: H2Stream, signal: AbortSignal): Promise<void> {
+/** The stream's queue has gone to nghttp2, or the stream closed or the deadline passed (`signal`). */
+function drained(stream: http2.ServerHttp2Stream, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
     const done = () => {
       signal.removeEventListener('abort', done);
+      stream.off('drain', done);
       resolve();
     };
-    void stream.drain().then(done);
+    stream.once('drain', done);
     signal.addEventListener('abort', done, { once: true });
   });
 }
 
 /** The client's deadline (`grpc-timeout`: up to 8 digits and a unit), if any. */
-function deadlineSignal(header: string | undefined): { signal: AbortSignal; clear(): void } | null {
+function deadlineSignal(header: string | string[] | undefined): { signal: AbortSignal; clear(): void } | null {
   const m = typeof header === 'string' ? /^(\d{1,8})([HMSmun])$/.exec(header) : null;
   if (!m) return null;
   const ac = new AbortController();
