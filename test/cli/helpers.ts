@@ -11,7 +11,6 @@ import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const BIN = join(ROOT, 'bin', 'svc.js');
-export const CORPUS = fileURLToPath(new URL('../../../shared/corpus/scs/', import.meta.url));
 
 export interface Run { code: number | null; stdout: string; stderr: string }
 
