@@ -14,7 +14,7 @@ const PROTO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../
 
 const definition = protoLoader.loadSync(PROTO, { keepCase: true, longs: Number, enums: String, defaults: true, arrays: true, objects: true });
 const pkg = grpc.loadPackageDefinition(definition) as any;
-export const ContextServiceClient = pkg.svc.context.v1.ContextService as grpc.ServiceClientConstructor;
+const ContextServiceClient = pkg.svc.context.v1.ContextService as grpc.ServiceClientConstructor;
 
 export interface WireMessage {
   type: 'CONTEXT_MESSAGE_TYPE_SNAPSHOT' | 'CONTEXT_MESSAGE_TYPE_UPDATE' | 'CONTEXT_MESSAGE_TYPE_HEARTBEAT';
@@ -114,7 +114,7 @@ export async function agentWithKey(t: TestStack, over: Record<string, unknown> =
 }
 
 /** Publishes a concern bundle version with `scds` SCDs (through the API) and returns its id. */
-export async function publishBundle(t: TestStack, bundleId: string, version: string, scdCount = 2, label = 'x'): Promise<void> {
+async function publishBundle(t: TestStack, bundleId: string, version: string, scdCount = 2, label = 'x'): Promise<void> {
   const name = bundleId.slice('bundle:'.length);
   const documents = Array.from({ length: scdCount }, (_, i) => ({
     id: `scd:project:${name}-${label}-${i}`,
