@@ -143,7 +143,8 @@ function install(): void {
 /** The product frame (under src/) that created a timer, or null when none did. */
 function productFrame(r: TimerRecord): string | null {
   const lines = (r.where.stack ?? '').split('\n').slice(1);
-  const frame = lines.find((l) => l.includes(SRC) && !l.includes(`${path.sep}node_modules${path.sep}`));
+  // A test file under src/ (`*.test.ts`) is the test's own code, not the product's.
+  const frame = lines.find((l) => l.includes(SRC) && !l.includes(`${path.sep}node_modules${path.sep}`) && !/\.test\.ts:\d+:\d+\)?$/.test(l.trim()));
   return frame ? frame.trim().replace(/^at /, '') : null;
 }
 

@@ -151,7 +151,7 @@ describe('POST /api/context', () => {
       const stream = new ReadableStream({ start: (c) => (c.enqueue(new TextEncoder().encode(text)), c.close()) });
       const res = await fetch(`${t.url('api')}/api/context`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', ...(apiKey ? { 'x-api-key': apiKey } : {}) },
+        headers: { 'content-type': 'application/json', connection: 'close', ...(apiKey ? { 'x-api-key': apiKey } : {}) },
         body: stream,
         duplex: 'half',
       } as RequestInit);
