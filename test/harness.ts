@@ -26,6 +26,14 @@ import { startStack, type RunningStack } from '../src/launcher.js';
 import { SERVICE_NAMES, type ServiceName } from '../src/shared/service.js';
 import { connectionLeaks, LEAK_WAIT_MS, openTimerWindow, trackServer } from './leak-check.js';
 
+/**
+ * grpc-js clients (test/context/fixtures.ts) leave their connection to the lean HTTP/2
+ * server open after `client.close()` (the client never closes its side; against a
+ * node:http2 server the same client closes at once). For `allowOpenConnections` until port
+ * 8002 runs on node:http2.
+ */
+export const GRPC_JS_LINGERS = 'grpc-js keeps its connection to src/shared/http2 open after close(); remove when 8002 runs on node:http2';
+
 export const REAL = process.env.SVC_TEST_REAL === '1' && !!process.env.DATABASE_URL;
 export const REAL_REDIS = process.env.SVC_TEST_REAL === '1' && !!process.env.REDIS_URL;
 export const ADMIN_KEY = `admin_${randomBytes(24).toString('base64url')}`;
@@ -151,6 +159,12 @@ export interface StartOptions {
   testDb?: TestDb;
   /** Make the broker (e.g. Redis on a private server the test controls); closed with the stack. */
   broker?: () => Promise<Broker>;
+  /**
+   * Services whose connections left open at teardown are reported (console) instead of
+   * failing the test, each with the reason: only for a known defect of the product that the
+   * test cannot avoid, to be removed with the defect.
+   */
+  allowOpenConnections?: Partial<Record<ServiceName, string>>;
 }
 
 /** Boots the real services on ephemeral ports. */
@@ -204,7 +218,7 @@ async function bootTestStack(opts: StartOptions, timers: ReturnType<typeof openT
       return { status: res.status, body: parsed, headers: res.headers };
     },
     async close() {
-      const leaks = await connectionLeaks(trackers);
+      const leaks = await connectionLeaks(trackers, LEAK_WAIT_MS, opts.allowOpenConnections);
       await stack.close();
       await ctx.close();
       await broker.close();

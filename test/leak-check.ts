@@ -57,7 +57,8 @@ export function trackServer(name: string, server: net.Server): ServerTracker {
 }
 
 function describeSocket(tracker: ServerTracker, sock: net.Socket): string {
-  return `${tracker.name}: a connection from ${sock.remoteAddress}:${sock.remotePort} is still open (read ${sock.bytesRead} B, wrote ${sock.bytesWritten} B)`;
+  const half = sock.readableEnded ? '; the client has closed its side, the server has not' : '';
+  return `${tracker.name}: a connection from ${sock.remoteAddress}:${sock.remotePort} is still open (read ${sock.bytesRead} B, wrote ${sock.bytesWritten} B${half})`;
 }
 
 /**
@@ -65,7 +66,7 @@ function describeSocket(tracker: ServerTracker, sock: net.Socket): string {
  * connection still open after that, and destroys those sockets so that the teardown that
  * follows does not wait for its drain timeout.
  */
-export async function connectionLeaks(trackers: ServerTracker[], waitMs = LEAK_WAIT_MS): Promise<string[]> {
+export async function connectionLeaks(trackers: ServerTracker[], waitMs = LEAK_WAIT_MS, allowed: Partial<Record<string, string>> = {}): Promise<string[]> {
   const deadline = Date.now() + waitMs;
   for (;;) {
     const counts = await Promise.all(trackers.map((t) => t.connections()));
@@ -78,7 +79,10 @@ export async function connectionLeaks(trackers: ServerTracker[], waitMs = LEAK_W
         if (untracked > 0) lines.push(`${t.name}: ${untracked} more open connection(s) by the server's own count`);
       });
       for (const [, s] of open) s.destroy();
-      return lines;
+      // A known product defect, named by the test with its reason: reported, not failed.
+      const known = lines.filter((l) => allowed[l.slice(0, l.indexOf(':'))]);
+      for (const l of known) console.warn(`[leak check] allowed (${allowed[l.slice(0, l.indexOf(':'))]}): ${l}`);
+      return lines.filter((l) => !known.includes(l));
     }
     await sleep(10);
   }

@@ -6,10 +6,13 @@
  */
 import http from 'node:http';
 import http2 from 'node:http2';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { REAL, startTestStack, type TestStack } from '../harness.js';
 import { startExpiryJob } from '../../src/core/keys/expiry-job.js';
 import { openDb } from '../../src/core/db/index.js';
+
+// Each test boots and closes its own stack (migrations included): allow for a loaded machine.
+vi.setConfig({ testTimeout: 180_000 });
 
 async function connections(t: TestStack, name: 'api' | 'context-grpc'): Promise<number> {
   return new Promise((resolve, reject) => t.stack.services[name]!.server.getConnections((e, n) => (e ? reject(e) : resolve(n))));
@@ -77,6 +80,8 @@ describe('the teardown leak check', () => {
   it('fails a test that leaves a timer of the product running', async () => {
     const t = await startTestStack({ services: ['api'] });
     const stop = startExpiryJob(t.ctx);
+    // Its first run starts at once: let it finish, so that only the interval is left.
+    await until(async () => t.logs.some((l) => l.includes('key expiry job: expired agent keys')), 'the first expiry run');
     try {
       await expect(t.close()).rejects.toThrow(/a setInterval of 3600000 ms created at .*src\/core\/keys\/expiry-job\.ts.* is still pending after close/);
     } finally {
