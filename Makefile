@@ -37,6 +37,16 @@ gen-check: gen
 typecheck: install
 	tsc --noEmit -p tsconfig.json
 
+# All three run, and any finding fails: eslint (eslint.config.js: typescript-eslint's
+# recommended rules and the layering of src/ as import rules), knip (knip.json: unused
+# files, exports and dependencies), madge (no import cycle in src/ or cli/).
+lint: install
+	@status=0; \
+	echo "eslint"; eslint --max-warnings 0 . || status=1; \
+	echo "knip"; knip --no-progress || status=1; \
+	echo "madge"; madge --circular --no-spinner --extensions ts --ts-config tsconfig.json src cli || status=1; \
+	exit $$status
+
 # The whole suite on the embedded default (PGlite, in-process broker), then, when
 # DATABASE_URL / REDIS_URL are set, again on PostgreSQL and Redis.
 test: install typecheck

@@ -21,7 +21,7 @@ import { create, toBinary } from '@bufbuild/protobuf';
 import { ContextService, RequestContextRequestSchema } from '../gen/proto/context_pb.js';
 import { ADMIN_KEY, createTestDb, startTestStack, type TestDb } from '../test/harness.js';
 import { spawnApi } from '../test/audit/server-process.js';
-import { publishCorpus } from '../test/fixtures/corpus.js';
+import { benchCorpusDir, publishCorpus } from '../test/fixtures/corpus.js';
 import { verifyAuditChain } from '../src/core/audit/verify.js';
 import { systemClock } from '../src/shared/app-context.js';
 
@@ -137,7 +137,7 @@ async function realRun(b: Bench, external: boolean, helloRun: (ms: number) => Pr
     const proc = await spawnApi(testDb.appUrl!, randomUUID(), { DATABASE_MIGRATION_URL: testDb.ownerUrl!, LOG_LEVEL: 'error' }, ['api', 'context-grpc'], NODE_ARGS);
     try {
       const call = caller(proc.url);
-      await publishCorpus(call, { workload });
+      await publishCorpus(call, { workload, root: benchCorpusDir() });
       const apiKey = await benchAgent(call);
       const body = JSON.stringify({ task_type: 'code_review' });
       const probe = await caller(proc.url)('api', 'POST', '/api/context', { apiKey, body: { task_type: 'code_review' } });
@@ -191,7 +191,7 @@ async function embeddedRun(b: Bench, helloRun: (ms: number) => Promise<LoadResul
   const t = await startTestStack({ services: ['api', 'context-grpc'] });
   try {
     const call = caller(t.url('api'));
-    await publishCorpus(call, { workload: 'W1' });
+    await publishCorpus(call, { workload: 'W1', root: benchCorpusDir() });
     const apiKey = await benchAgent(call);
     const before = await count(t.testDb.db);
     const { r, answered } = await httpLoad(false, t.url('api'), '/api/context', { body: JSON.stringify({ task_type: 'code_review' }), headers: { 'x-api-key': apiKey } }, DURATION, 1000);

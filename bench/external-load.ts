@@ -27,7 +27,7 @@ export function haveTool(tool: string): boolean {
 const tmp = () => fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-'));
 
 /** wrk's duration like "7.18ms", "850.00us", "1.02s" in milliseconds. */
-export function wrkMs(v: string): number {
+function wrkMs(v: string): number {
   const m = /^([\d.]+)(us|ms|s|m)$/.exec(v.trim());
   if (!m) return NaN;
   const n = Number(m[1]);
@@ -35,7 +35,7 @@ export function wrkMs(v: string): number {
 }
 
 /** Parses `wrk --latency` output. */
-export function parseWrk(out: string): LoadResult {
+function parseWrk(out: string): LoadResult {
   const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? NaN);
   const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0);
   const errs = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);

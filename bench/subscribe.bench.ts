@@ -21,7 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import semver from 'semver';
 import { startTestStack, type TestStack } from '../test/harness.js';
-import { corpusBundlePayload, publishCorpus } from '../test/fixtures/corpus.js';
+import { benchCorpusDir, corpusBundlePayload, publishCorpus } from '../test/fixtures/corpus.js';
 
 interface Bench {
   real: boolean;
@@ -221,7 +221,7 @@ export default async function subscribeBench(b: Bench): Promise<void> {
 
   const t = await startTestStack({ services: ['api', 'context-grpc'], env: { LOG_LEVEL: 'warn' } });
   try {
-    const corpus = await publishCorpus(t.call.bind(t) as any, { workload: 'W1' });
+    const corpus = await publishCorpus(t.call.bind(t) as any, { workload: 'W1', root: benchCorpusDir() });
     // A second version of the project bundle (same imports) to move the tag between.
     const v1 = corpus.project.version;
     const v2 = semver.inc(v1, 'patch');
@@ -229,7 +229,7 @@ export default async function subscribeBench(b: Bench): Promise<void> {
     // publishCorpus publishes meta first and the domain just before the project.
     const meta = corpus.bundles[0]!;
     const domain = corpus.bundles[corpus.bundles.length - 2]!;
-    const project = corpusBundlePayload('project-bundle.yaml');
+    const project = corpusBundlePayload('project-bundle.yaml', benchCorpusDir());
     await mustCall(t, 'POST', '/api/bundles', { ...project, version: v2, imports: [meta, domain] });
 
     const run = Date.now().toString(36);

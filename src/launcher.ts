@@ -19,6 +19,8 @@ export interface RunningService {
   host: string;
   port: number;
   url: string;
+  /** The listening socket server (tests count its connections at teardown). */
+  server: net.Server;
   close(): Promise<void>;
 }
 
@@ -94,6 +96,7 @@ async function startOne(ctx: AppContext, name: ServiceName, portOverride?: numbe
     host,
     port,
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    server,
     close() {
       closing ??= (async () => {
         if (stopJobs) await stopJobs();

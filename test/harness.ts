@@ -2,6 +2,11 @@
  * Test harness: a migrated database (PGlite in memory, or a fresh PostgreSQL database when
  * SVC_TEST_REAL=1 and DATABASE_URL are set) and the real services on port 0.
  *
+ * Teardown fails on leaks (./leak-check.ts): `close()` rejects, after releasing everything,
+ * when a service still has an open connection or stream, when a timer of the product is
+ * still pending, or (PostgreSQL) when a client is still connected to the test database.
+ * The harness's own `call` asks for `Connection: close`, so it never holds a connection.
+ *
  * On PostgreSQL the migrations run as the owner connection (DATABASE_MIGRATION_URL, else
  * DATABASE_URL) and the service connects as `svc_app`, as in production: it cannot update,
  * delete or truncate audit records.
@@ -19,6 +24,15 @@ import { createMemoryBroker, createRedisBroker, type Broker } from '../src/share
 import { memoryLogger } from '../src/shared/logger.js';
 import { startStack, type RunningStack } from '../src/launcher.js';
 import { SERVICE_NAMES, type ServiceName } from '../src/shared/service.js';
+import { connectionLeaks, LEAK_WAIT_MS, openTimerWindow, trackServer } from './leak-check.js';
+
+/**
+ * grpc-js clients (test/context/fixtures.ts) leave their connection to the lean HTTP/2
+ * server open after `client.close()` (the client never closes its side; against a
+ * node:http2 server the same client closes at once). For `allowOpenConnections` until port
+ * 8002 runs on node:http2.
+ */
+export const GRPC_JS_LINGERS = 'grpc-js keeps its connection to src/shared/http2 open after close(); remove when 8002 runs on node:http2';
 
 export const REAL = process.env.SVC_TEST_REAL === '1' && !!process.env.DATABASE_URL;
 export const REAL_REDIS = process.env.SVC_TEST_REAL === '1' && !!process.env.REDIS_URL;
@@ -81,10 +95,26 @@ export async function createTestDb(): Promise<TestDb> {
     async close() {
       await db.close();
       await owner.close();
+      // A client the test left connected (an extra pool, a COPY connection, a second process)
+      // is a leak: DROP ... WITH (FORCE) would end it silently. Backends leave
+      // pg_stat_activity shortly after their client disconnects: wait a bounded time.
+      const left = await clientsOf(admin, name);
       await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
       await admin.end({ timeout: 5 });
+      if (left.length) throw new Error(`test database leaked:\n - ${left.join('\n - ')}`);
     },
   };
+}
+
+async function clientsOf(admin: postgres.Sql, dbName: string): Promise<string[]> {
+  const deadline = Date.now() + LEAK_WAIT_MS;
+  for (;;) {
+    const rows = await admin<Array<{ usename: string; application_name: string; state: string | null; client_port: number | null }>>`
+      SELECT usename, application_name, state, client_port FROM pg_stat_activity WHERE datname = ${dbName} AND pid <> pg_backend_pid()`;
+    if (rows.length === 0) return [];
+    if (Date.now() >= deadline) return rows.map((r) => `a client (${r.usename}${r.application_name ? `, ${r.application_name}` : ''}, port ${r.client_port}, ${r.state}) is still connected to the test database`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }
 
 export function testEnv(extra: Record<string, string | undefined> = {}): Record<string, string | undefined> {
@@ -108,8 +138,16 @@ export interface TestStack {
   broker: Broker;
   logs: string[];
   url(name: ServiceName): string;
-  /** fetch against a service with JSON helpers; `admin: true` adds the admin key. */
+  /**
+   * fetch against a service with JSON helpers; `admin: true` adds the admin key. Each call
+   * closes its connection (`Connection: close`), so the harness holds none at teardown.
+   */
   call(name: ServiceName, method: string, p: string, opts?: { body?: unknown; admin?: boolean; headers?: Record<string, string>; apiKey?: string }): Promise<{ status: number; body: any; headers: Headers }>;
+  /**
+   * Stops everything, then rejects if the test leaked: a connection or stream still open on
+   * a service (checked before the services close, which would end them), a timer of the
+   * product still pending, a client still connected to the test database.
+   */
   close(): Promise<void>;
 }
 
@@ -121,10 +159,26 @@ export interface StartOptions {
   testDb?: TestDb;
   /** Make the broker (e.g. Redis on a private server the test controls); closed with the stack. */
   broker?: () => Promise<Broker>;
+  /**
+   * Services whose connections left open at teardown are reported (console) instead of
+   * failing the test, each with the reason: only for a known defect of the product that the
+   * test cannot avoid, to be removed with the defect.
+   */
+  allowOpenConnections?: Partial<Record<ServiceName, string>>;
 }
 
 /** Boots the real services on ephemeral ports. */
 export async function startTestStack(opts: StartOptions = {}): Promise<TestStack> {
+  const timers = openTimerWindow();
+  try {
+    return await bootTestStack(opts, timers);
+  } catch (e) {
+    await timers.leaks(0); // ends the window; a failed start is its own error
+    throw e;
+  }
+}
+
+async function bootTestStack(opts: StartOptions, timers: ReturnType<typeof openTimerWindow>): Promise<TestStack> {
   const env = testEnv(opts.env);
   const config = loadConfig(env);
   config.ports = { api: 0, rules: 0, contextGrpc: 0, contextWebhook: 0, telemetry: 0, collector: 0 };
@@ -134,6 +188,7 @@ export async function startTestStack(opts: StartOptions = {}): Promise<TestStack
   const logger = memoryLogger('debug');
   const ctx = await createAppContext(config, { logger, db: testDb.db, broker, clock: opts.clock, skipMigrations: true });
   const stack = await startStack(ctx, opts.services ?? SERVICE_NAMES);
+  const trackers = Object.values(stack.services).map((s) => trackServer(s!.name, s!.server));
   const url = (n: ServiceName) => stack.url(n);
   return {
     ctx,
@@ -144,7 +199,7 @@ export async function startTestStack(opts: StartOptions = {}): Promise<TestStack
     logs: logger.lines,
     url,
     async call(name, method, p, o = {}) {
-      const headers: Record<string, string> = { ...(o.headers ?? {}) };
+      const headers: Record<string, string> = { connection: 'close', ...(o.headers ?? {}) };
       if (o.admin) headers['x-admin-key'] = ADMIN_KEY;
       if (o.apiKey) headers['x-api-key'] = o.apiKey;
       let body: string | undefined;
@@ -163,11 +218,14 @@ export async function startTestStack(opts: StartOptions = {}): Promise<TestStack
       return { status: res.status, body: parsed, headers: res.headers };
     },
     async close() {
+      const leaks = await connectionLeaks(trackers, LEAK_WAIT_MS, opts.allowOpenConnections);
       await stack.close();
       await ctx.close();
       await broker.close();
-      if (ownDb) await testDb.close();
+      if (ownDb) await testDb.close().catch((e: Error) => leaks.push(e.message));
       fs.rmSync(env.SVC_DATA_DIR!, { recursive: true, force: true });
+      leaks.push(...(await timers.leaks()));
+      if (leaks.length) throw new Error(`the test leaked (teardown check, test/leak-check.ts):\n - ${leaks.join('\n - ')}`);
     },
   };
 }

@@ -15,11 +15,7 @@ import { err, out } from '../lib/io.js';
 import { loadProjectSet } from '../lib/project-set.js';
 import { authorOf } from './new.js';
 import { formatFinding } from './validate.js';
-
-export interface BundleFields {
-  type?: BundleType; id?: string; title?: string; description?: string;
-  scds?: string[]; imports?: string[]; version?: string; rationale?: string; out?: string;
-}
+import type { BundleFields } from './bundle-fields.js';
 
 interface Opts {
   nonInteractive?: boolean; template?: string; type?: string; id?: string; title?: unknown; description?: unknown;
@@ -27,7 +23,7 @@ interface Opts {
 }
 
 /** `--scds a,b --scds c` and YAML lists alike become one clean list. */
-export const list = (v: unknown): string[] | undefined =>
+const list = (v: unknown): string[] | undefined =>
   v === undefined || v === null ? undefined : (Array.isArray(v) ? v : [v]).flatMap((x) => String(x).split(',')).map((s) => s.trim()).filter(Boolean);
 
 /** A repeated option (`--title a --title b`) keeps its last value. */
@@ -49,14 +45,14 @@ function fromTemplate(path: string | undefined): BundleFields {
 }
 
 /** Where a new bundle goes by default: concerns/ or domains/ when the project has them. */
-export function defaultPath(root: string, type: BundleType, id: string): string {
+function defaultPath(root: string, type: BundleType, id: string): string {
   const name = id.replace(/^bundle:/, '');
   const sub = type === 'concern' ? 'concerns' : type === 'domain' ? 'domains' : '';
   const dir = sub && existsSync(join(root, sub)) && statSync(join(root, sub)).isDirectory() ? join(root, sub) : root;
   return join(dir, `${name}.yaml`);
 }
 
-export function buildDoc(f: Required<Pick<BundleFields, 'type' | 'id' | 'title' | 'description' | 'version'>> & BundleFields, author: string, now: Date) {
+function buildDoc(f: Required<Pick<BundleFields, 'type' | 'id' | 'title' | 'description' | 'version'>> & BundleFields, author: string, now: Date) {
   return {
     id: f.id, type: f.type, version: f.version, title: f.title, description: f.description,
     imports: f.imports ?? [], scds: f.scds ?? [],

@@ -11,7 +11,7 @@ import {
   ALLOWED_IMPORTS, BUNDLE_ID_RE, BUNDLE_TYPES, BUNDLE_VERSION_RE, SCD_ID_RE, parseImport, scdTier, type BundleType,
 } from '../../src/shared/scs/index.js';
 import type { ProjectSet } from '../lib/project-set.js';
-import type { BundleFields } from './bundle-create.js';
+import type { BundleFields } from './bundle-fields.js';
 
 const TYPE_HELP: Record<BundleType, string> = {
   meta: 'meta: foundational vocabulary (roles, concepts); contains meta-tier SCDs, imports nothing',

@@ -7,7 +7,7 @@ import { CliError, EXIT } from '../lib/errors.js';
 import { out } from '../lib/io.js';
 import { SCS_VERSION } from '../lib/version.js';
 
-export const GITIGNORE = '# Secrets (api.key) live here, mode 0600: never commit them.\ncredentials.yaml\n';
+const GITIGNORE = '# Secrets (api.key) live here, mode 0600: never commit them.\ncredentials.yaml\n';
 
 /** Writes `.svc/config.yaml` and `.svc/.gitignore` under `root` (which must exist). */
 export function writeProjectConfig(root: string, name: string): string {

@@ -11,7 +11,7 @@ import { loadPaths, type LoadedFile } from '../lib/documents.js';
 import { EXIT, usageError } from '../lib/errors.js';
 import { json, out } from '../lib/io.js';
 
-export interface ValidationReport {
+interface ValidationReport {
   valid: boolean;
   strict: boolean;
   files: Array<{ file: string; kind: DocumentKind | 'malformed' }>;
@@ -22,7 +22,7 @@ export interface ValidationReport {
 }
 
 /** Validates loaded files; `asSet` adds the cross-file checks. Unknown kinds are skipped in sets. */
-export function validateLoaded(files: LoadedFile[], strict: boolean, asSet: boolean): ValidationReport {
+function validateLoaded(files: LoadedFile[], strict: boolean, asSet: boolean): ValidationReport {
   const findings: Finding[] = files.flatMap((f) => f.syntax ?? []);
   const good = files.filter((f) => !f.syntax);
   const kinds = new Map<string, DocumentKind>();
@@ -55,13 +55,13 @@ export function validateLoaded(files: LoadedFile[], strict: boolean, asSet: bool
   };
 }
 
-export const exitCodeOf = (r: ValidationReport) => (r.errors > 0 ? EXIT.failed : r.strict && r.warnings > 0 ? EXIT.warnings : EXIT.ok);
+const exitCodeOf = (r: ValidationReport) => (r.errors > 0 ? EXIT.failed : r.strict && r.warnings > 0 ? EXIT.warnings : EXIT.ok);
 
 export function formatFinding(f: Finding): string {
   return `${f.file ?? '(document)'}: ${f.severity} ${f.path || '/'} [${f.rule}] ${f.message}`;
 }
 
-export function printReport(r: ValidationReport): void {
+function printReport(r: ValidationReport): void {
   for (const f of r.findings) out(formatFinding(f));
   const count = (k: string) => r.files.filter((f) => f.kind === k).length;
   const parts = [`${count('bundle')} bundle(s)`, `${count('scd')} SCD(s)`];

@@ -81,7 +81,7 @@ const setPath = (o: Record<string, unknown>, key: string, value: string | undefi
   else cur[parts.at(-1)!] = value;
 };
 
-export function checkKey(key: string): KeyDef {
+function checkKey(key: string): KeyDef {
   const def = KEYS[key];
   if (!def) throw usageError(`unknown configuration key '${key}'; known keys: ${Object.keys(KEYS).join(', ')}`);
   return def;

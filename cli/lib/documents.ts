@@ -39,7 +39,7 @@ export function loadFile(path: string): LoadedFile {
   return parseText(abs, text);
 }
 
-export function parseText(abs: string, text: string): LoadedFile {
+function parseText(abs: string, text: string): LoadedFile {
   const file = display(abs);
   const docs = parseAllDocuments(text, { prettyErrors: true });
   const list = Array.isArray(docs) ? docs : [docs];

@@ -15,7 +15,7 @@
 import type { TemplateDef } from './types.js';
 import { TEMPLATES, type ProjectType } from './catalog.js';
 
-export const INITIAL_VERSION = '0.1.0';
+const INITIAL_VERSION = '0.1.0';
 
 export interface ScaffoldFile { path: string; doc?: Record<string, unknown>; text?: string }
 

@@ -1,9 +1,9 @@
 /** The shape of a project template: what `svc new --type <t>` writes, before ids are namespaced. */
 
 /** Id helpers handed to content builders (ids are namespaced by the project name). */
-export interface Refs { std: (slug: string) => string; role: (slug: string) => string }
+interface Refs { std: (slug: string) => string; role: (slug: string) => string }
 
-export interface RoleDef { slug: string; name: string; description: string; trust_level: 'high' | 'standard' | 'restricted'; responsibilities: string[] }
+interface RoleDef { slug: string; name: string; description: string; trust_level: 'high' | 'standard' | 'restricted'; responsibilities: string[] }
 
 export interface StandardDef {
   slug: string;
@@ -17,7 +17,7 @@ export interface StandardDef {
   sections: Array<{ id: string; title: string; description: string; category?: string; obligations?: string[] }>;
 }
 
-export interface ProjectScdDef {
+interface ProjectScdDef {
   slug: string;
   title: string;
   description: string;
@@ -29,7 +29,7 @@ export interface ProjectScdDef {
   roles?: string[];
 }
 
-export interface ConcernDef { slug: string; title: string; description: string; scds: ProjectScdDef[] }
+interface ConcernDef { slug: string; title: string; description: string; scds: ProjectScdDef[] }
 
 export interface TemplateDef {
   label: string;

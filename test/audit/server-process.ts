@@ -13,7 +13,7 @@ import { ADMIN_KEY, JWT_SECRET } from '../harness.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
-export async function freePort(): Promise<number> {
+async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = net.createServer();
     s.once('error', reject);
@@ -36,7 +36,7 @@ export interface ServerProcess {
 }
 
 /** The Node flags `make run` starts the server with (Makefile NODE_FLAGS). */
-export const NODE_FLAGS = ['--max-semi-space-size=32'];
+const NODE_FLAGS = ['--max-semi-space-size=32'];
 
 /** Starts `src/main.ts api` (and `services`) against `databaseUrl` (svc_app) and waits until /health answers. */
 export async function spawnApi(databaseUrl: string, deploymentId: string, extraEnv: Record<string, string> = {}, services: string[] = ['api'], nodeArgs: string[] = []): Promise<ServerProcess> {

@@ -11,11 +11,10 @@ import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const BIN = join(ROOT, 'bin', 'svc.js');
-export const CORPUS = fileURLToPath(new URL('../../../shared/corpus/scs/', import.meta.url));
 
 export interface Run { code: number | null; stdout: string; stderr: string }
 
-export function svc(args: string[], opts: { cwd: string; env?: Record<string, string | undefined>; input?: string }): Promise<Run> {
+function svc(args: string[], opts: { cwd: string; env?: Record<string, string | undefined>; input?: string }): Promise<Run> {
   return new Promise((resolvePromise, reject) => {
     const env: Record<string, string | undefined> = { ...process.env, NO_COLOR: '1', ...opts.env };
     for (const k of ['SVC_API_KEY', 'SVC_API_ENDPOINT']) if (!(opts.env && k in opts.env)) delete env[k];

@@ -1,7 +1,8 @@
 import { cpSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { CORPUS, sandbox } from './helpers.js';
+import { sandbox } from './helpers.js';
+import { FIXTURE_SCS, WHOLE_SCS, wholeCorpusSkipNote } from '../fixtures/scs-corpus.js';
 
 // Every test spawns the real bin (tsx start-up, ~1 s each on an idle machine): allow for a loaded one.
 vi.setConfig({ testTimeout: 240_000 });
@@ -16,43 +17,65 @@ const KNOWN_DEFECTS = [
   'med-adherence/standards-bundle.yaml /scds/2 scd_unresolved',
 ];
 
-describe('svc validate', () => {
+interface Want {
+  /** Findings before the known defects: the domain's imports of concerns the data leaves out. */
+  absent: string[];
+  bundles: number;
+  scds: number;
+  /** Bundles and SCDs of med-adherence with the meta SCDs. */
+  medBundles: number;
+  medScds: number;
+  /** The whole corpus carries the validator's rule files, which validate skips. */
+  rulesSkipped: boolean;
+}
+
+const WHOLE: Want = { absent: [], bundles: 15, scds: 45, medBundles: 15, medScds: 43, rulesSkipped: true };
+const SUBSET: Want = {
+  absent: [0, 2, 3, 5, 6, 7, 8, 9].map((i) => `med-adherence/domains/software-development.yaml /imports/${i} import_unresolved`),
+  bundles: 7, scds: 20, medBundles: 7, medScds: 18, rulesSkipped: false,
+};
+
+const parse = (stdout: string) => JSON.parse(stdout) as { valid: boolean; errors: number; warnings: number; findings: Array<{ severity: string; file: string; path: string; rule: string; message: string }>; skipped: string[]; files: Array<{ file: string; kind: string }> };
+const brief = (r: ReturnType<typeof parse>) => r.findings.map((f) => `${f.file.replace(/^scs\//, '')} ${f.path} ${f.rule}`);
+
+/** The corpus-wide checks, on a copy of `src` (an `scs/` folder) at `scs/` in a sandbox. */
+function corpusChecks(src: string, want: Want): void {
   const s = sandbox();
   beforeAll(() => {
     mkdirSync(s.work, { recursive: true });
-    cpSync(CORPUS, join(s.work, 'scs'), { recursive: true });
+    cpSync(src, join(s.work, 'scs'), { recursive: true });
   });
   afterAll(() => s.cleanup());
-
-  const parse = (stdout: string) => JSON.parse(stdout) as { valid: boolean; errors: number; warnings: number; findings: Array<{ severity: string; file: string; path: string; rule: string; message: string }>; skipped: string[]; files: Array<{ file: string; kind: string }> };
-  const brief = (r: ReturnType<typeof parse>) => r.findings.map((f) => `${f.file.replace(/^scs\//, '')} ${f.path} ${f.rule}`);
 
   it('reports exactly the known defects of the corpus (plus the deliberately invalid fixture), exit 1', async () => {
     const r = await s.run(['validate', 'scs', '--strict', '-o', 'json']);
     expect(r.code).toBe(1);
     const report = parse(r.stdout);
     expect(brief(report)).toEqual([
+      ...want.absent,
       ...KNOWN_DEFECTS,
       'validator-fixtures/invalid/test-invalid.yaml /provenance/created_at scd_schema',
       'validator-fixtures/invalid/test-invalid.yaml /type type_tier_mismatch',
       'validator-fixtures/invalid/test-invalid.yaml /version version_pattern',
     ]);
     expect(report.findings.every((f) => f.severity === 'error')).toBe(true);
-    expect(report.files.filter((f) => f.kind === 'bundle')).toHaveLength(15);
-    expect(report.files.filter((f) => f.kind === 'scd')).toHaveLength(45);
-    expect(report.skipped.some((f) => f.includes('validator-rules'))).toBe(true);
+    expect(report.files.filter((f) => f.kind === 'bundle')).toHaveLength(want.bundles);
+    expect(report.files.filter((f) => f.kind === 'scd')).toHaveLength(want.scds);
+    expect(report.skipped.some((f) => f.includes('validator-rules'))).toBe(want.rulesSkipped);
   });
 
   it('reports the med-adherence example with its meta SCDs: exactly the known defects', async () => {
     const r = await s.run(['validate', 'scs/med-adherence', 'scs/context/meta', '--strict']);
     expect(r.code).toBe(1);
     const lines = r.stdout.trim().split('\n');
-    expect(lines).toHaveLength(KNOWN_DEFECTS.length + 1);
+    const errors = want.absent.length + KNOWN_DEFECTS.length;
+    expect(lines).toHaveLength(errors + 1);
     // Messages name the file, the field (JSON pointer) and the rule.
-    expect(lines[1]).toBe("scs/med-adherence/project-bundle.yaml: error /imports/0 [import_version_mismatch] bundle:medication-adherence imports bundle:meta:0.1.0, but bundle:meta is at version 0.2.0 (scs/med-adherence/meta-bundle.yaml)");
+    expect(lines[want.absent.length + 1]).toBe("scs/med-adherence/project-bundle.yaml: error /imports/0 [import_version_mismatch] bundle:medication-adherence imports bundle:meta:0.1.0, but bundle:meta is at version 0.2.0 (scs/med-adherence/meta-bundle.yaml)");
     expect(r.stdout).toContain('scs/med-adherence/standards-bundle.yaml: error /imports/0 [import_pattern] import "bundle:standards:soc2-type2:2023.1"');
     expect(r.stdout).toContain('scs/med-adherence/domains/software-development.yaml: error /imports/10 [import_version_mismatch] bundle:software-development imports bundle:business-context:0.1.0, but bundle:business-context is at version 0.2.0');
-    expect(lines.at(-1)).toMatch(/^INVALID: 58 file\(s\) checked \(15 bundle\(s\), 43 SCD\(s\)\); 7 error\(s\), 0 warning\(s\) \[strict\]$/);
+    const files = want.medBundles + want.medScds;
+    expect(lines.at(-1)).toBe(`INVALID: ${files} file(s) checked (${want.medBundles} bundle(s), ${want.medScds} SCD(s)); ${errors} error(s), 0 warning(s) [strict]`);
   });
 
   it('loose validation of the corpus keeps the structural defects as errors, cross-file ones as warnings', async () => {
@@ -60,8 +83,25 @@ describe('svc validate', () => {
     expect(r.code).toBe(1);
     const report = parse(r.stdout);
     expect(report.findings.filter((f) => f.severity === 'error').map((f) => f.rule)).toEqual(['import_pattern', 'xor_constraint']);
-    expect(report.warnings).toBe(5);
+    expect(report.warnings).toBe(5 + want.absent.length);
   });
+}
+
+describe('svc validate over the corpus subset in test/fixtures/scs', () => {
+  corpusChecks(FIXTURE_SCS, SUBSET);
+});
+
+describe.skipIf(wholeCorpusSkipNote('test/cli/validate.test.ts, svc validate over the whole public SCS corpus'))('svc validate over the whole public SCS corpus', () => {
+  corpusChecks(WHOLE_SCS!, WHOLE);
+});
+
+describe('svc validate', () => {
+  const s = sandbox();
+  beforeAll(() => {
+    mkdirSync(s.work, { recursive: true });
+    cpSync(FIXTURE_SCS, join(s.work, 'scs'), { recursive: true });
+  });
+  afterAll(() => s.cleanup());
 
   it('passes every valid file of the corpus on its own, strictly', async () => {
     const files = ['scs/med-adherence/project-bundle.yaml', 'scs/med-adherence/concerns/security.yaml', 'scs/med-adherence/scds/project/hipaa-compliance.yaml', 'scs/context/meta/bundle-meta.yaml', 'scs/validator-fixtures/valid/test-meta-roles.yaml'];

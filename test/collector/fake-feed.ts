@@ -14,7 +14,7 @@ export interface Activity {
   [k: string]: unknown;
 }
 
-export interface ScriptedResponse {
+interface ScriptedResponse {
   status: number;
   headers?: Record<string, string>;
   body?: unknown;

@@ -34,7 +34,7 @@ afterAll(async () => {
 });
 
 async function check(o: LoadedOp, url: string): Promise<string | null> {
-  const res = await fetch(t.url('collector') + url);
+  const res = await fetch(t.url('collector') + url, { headers: { connection: 'close' } }); // keeps no connection open
   const text = await res.text();
   let body: unknown = text;
   try {

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 
-export const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/collector');
+const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/collector');
 export const fixture = (name: string) => path.join(FIXTURES, name);
 export const readFixture = (name: string) => fs.readFileSync(fixture(name), 'utf8');
 export const tmpDir = (prefix = 'svc-collector-') => fs.mkdtempSync(path.join(os.tmpdir(), prefix));
@@ -50,7 +50,7 @@ export function otlpLine(seq: number, n = 1, opts: { email?: string; session?: s
   });
 }
 
-export const EMAIL_SCAN = /[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/;
+const EMAIL_SCAN = /[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/;
 const IPV4_SCAN = /(?<![\d.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?![\d])/;
 const IPV6_CANDIDATES = /[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}/g;
 

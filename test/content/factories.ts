@@ -5,7 +5,7 @@ import type { TestStack } from '../harness.js';
 
 export const uid = (): string => randomUUID().replace(/-/g, '').slice(0, 10);
 
-export const PROVENANCE = { created_by: 'tests@example.com', created_at: '2026-01-01T00:00:00Z' };
+const PROVENANCE = { created_by: 'tests@example.com', created_at: '2026-01-01T00:00:00Z' };
 
 /** A strictly conforming SCD document. */
 export function scdDoc(id: string, extra: Record<string, unknown> = {}): Record<string, unknown> {

@@ -14,7 +14,7 @@ const PROTO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../
 
 const definition = protoLoader.loadSync(PROTO, { keepCase: true, longs: Number, enums: String, defaults: true, arrays: true, objects: true });
 const pkg = grpc.loadPackageDefinition(definition) as any;
-export const ContextServiceClient = pkg.svc.context.v1.ContextService as grpc.ServiceClientConstructor;
+const ContextServiceClient = pkg.svc.context.v1.ContextService as grpc.ServiceClientConstructor;
 
 export interface WireMessage {
   type: 'CONTEXT_MESSAGE_TYPE_SNAPSHOT' | 'CONTEXT_MESSAGE_TYPE_UPDATE' | 'CONTEXT_MESSAGE_TYPE_HEARTBEAT';
@@ -36,7 +36,9 @@ export const HEARTBEAT = 'CONTEXT_MESSAGE_TYPE_HEARTBEAT';
 /** A grpc-js client of the stack's context service (plaintext HTTP/2). */
 export function grpcClient(t: { url(name: 'context-grpc'): string }): grpc.Client & Record<string, any> {
   const target = new URL(t.url('context-grpc')).host;
-  return new ContextServiceClient(target, grpc.credentials.createInsecure()) as any;
+  // A subchannel pool of its own: close() then ends the connection at once (the global pool
+  // keeps it for a while, which the teardown check reports as a leak).
+  return new ContextServiceClient(target, grpc.credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1 }) as any;
 }
 
 /** One Subscribe call, collecting what it receives. */
@@ -114,7 +116,7 @@ export async function agentWithKey(t: TestStack, over: Record<string, unknown> =
 }
 
 /** Publishes a concern bundle version with `scds` SCDs (through the API) and returns its id. */
-export async function publishBundle(t: TestStack, bundleId: string, version: string, scdCount = 2, label = 'x'): Promise<void> {
+async function publishBundle(t: TestStack, bundleId: string, version: string, scdCount = 2, label = 'x'): Promise<void> {
   const name = bundleId.slice('bundle:'.length);
   const documents = Array.from({ length: scdCount }, (_, i) => ({
     id: `scd:project:${name}-${label}-${i}`,

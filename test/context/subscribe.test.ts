@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import http2 from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { SignJWT } from 'jose';
-import { startTestStack, JWT_SECRET, type TestStack } from '../harness.js';
+import { GRPC_JS_LINGERS, startTestStack, JWT_SECRET, type TestStack } from '../harness.js';
 import { createClient } from '@connectrpc/connect';
 import { createConnectTransport, createGrpcWebTransport, createGrpcTransport } from '@connectrpc/connect-node';
 import { signWebhookToken } from '../../src/core/tokens/jwt.js';
@@ -18,7 +18,7 @@ import { agentWithKey, grpcClient, HEARTBEAT, moveTag, SNAPSHOT, sleep, Stream, 
 let t: TestStack;
 let client: any;
 beforeAll(async () => {
-  t = await startTestStack({ services: ['api', 'context-grpc', 'context-webhook'], env: { CONTEXT_HEARTBEAT_SECONDS: '1' } });
+  t = await startTestStack({ services: ['api', 'context-grpc', 'context-webhook'], env: { CONTEXT_HEARTBEAT_SECONDS: '1' }, allowOpenConnections: { 'context-grpc': GRPC_JS_LINGERS } });
   client = grpcClient(t);
 }, 180_000);
 afterAll(async () => {

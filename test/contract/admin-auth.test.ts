@@ -34,7 +34,7 @@ function requestFor(o: LoadedOp, base: string, r: Rng): { url: string; init: Req
 
 async function expectRefused(o: LoadedOp, stack: TestStack, headers: Record<string, string>, status: number, message: string) {
   const { url, init } = requestFor(o, stack.url(o.service), new Rng(o.id.length));
-  const res = await fetch(url, { ...init, headers: { ...(init.headers as Record<string, string>), ...headers } });
+  const res = await fetch(url, { ...init, headers: { ...(init.headers as Record<string, string>), ...headers, connection: 'close' } });
   const body = await res.json();
   expect({ op: o.id, status: res.status, body }).toEqual({ op: o.id, status, body: { error: status === 401 ? 'auth_failed' : 'unavailable', message } });
 }

@@ -73,7 +73,8 @@ async function send(c: Case): Promise<{ status: number; contentType: string; bod
   const ac = new AbortController();
   const timer = setTimeout(() => ac.abort(), 10_000);
   try {
-    const res = await fetch(c.url, { method: c.method, headers: c.headers, body: c.body, signal: ac.signal });
+    // Connection: close: the teardown check fails on connections left open (fetch's pool keeps them).
+    const res = await fetch(c.url, { method: c.method, headers: { ...c.headers, connection: 'close' }, body: c.body, signal: ac.signal });
     const contentType = res.headers.get('content-type') ?? '';
     if (contentType.startsWith('text/event-stream')) {
       await res.body?.cancel();

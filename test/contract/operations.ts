@@ -5,7 +5,7 @@ import addFormats from 'ajv-formats';
 import { SPEC_DIR } from '../../src/shared/http/service-app.js';
 import type { ServiceName } from '../../src/shared/service.js';
 
-export const DOCUMENTS: Array<{ file: string; service: ServiceName }> = [
+const DOCUMENTS: Array<{ file: string; service: ServiceName }> = [
   { file: 'openapi-control-plane.yaml', service: 'api' },
   { file: 'openapi-rules.yaml', service: 'rules' },
   { file: 'openapi-context-webhook.yaml', service: 'context-webhook' },

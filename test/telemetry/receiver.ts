@@ -10,7 +10,7 @@ import { SignJWT, importPKCS8 } from 'jose';
 
 export const SIX_FIELDS = ['active_agent_count', 'agent_count', 'deployment_id', 'license_key_hash', 'reported_at', 'scp_version'];
 
-export interface Received {
+interface Received {
   method: string;
   path: string;
   headers: http.IncomingHttpHeaders;

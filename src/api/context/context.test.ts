@@ -7,7 +7,7 @@ import { gzipSync } from 'node:zlib';
 import { randomBytes, randomUUID } from 'node:crypto';
 import http2 from 'node:http2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestStack, type TestStack } from '../../../test/harness.js';
+import { GRPC_JS_LINGERS, startTestStack, type TestStack } from '../../../test/harness.js';
 import { issueKey, makeAgent } from '../../../test/identity/fixtures.js';
 import { grpcClient } from '../../../test/context/fixtures.js';
 import { publishCorpus, type PublishedCorpus } from '../../../test/fixtures/corpus.js';
@@ -19,7 +19,7 @@ let agent: any;
 let key: any;
 
 beforeAll(async () => {
-  t = await startTestStack({ services: ['api', 'context-grpc'] });
+  t = await startTestStack({ services: ['api', 'context-grpc'], allowOpenConnections: { 'context-grpc': GRPC_JS_LINGERS } });
   corpus = await publishCorpus((s, m, p, o) => t.call(s, m, p, o), { workload: 'W1' });
   agent = await makeAgent(t, { role_id: 'role:security', allowed_intents: ['code_review', 'triage'] });
   key = await issueKey(t, agent.agent_id);
@@ -151,7 +151,7 @@ describe('POST /api/context', () => {
       const stream = new ReadableStream({ start: (c) => (c.enqueue(new TextEncoder().encode(text)), c.close()) });
       const res = await fetch(`${t.url('api')}/api/context`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', ...(apiKey ? { 'x-api-key': apiKey } : {}) },
+        headers: { 'content-type': 'application/json', connection: 'close', ...(apiKey ? { 'x-api-key': apiKey } : {}) },
         body: stream,
         duplex: 'half',
       } as RequestInit);
