@@ -26,14 +26,6 @@ import { startStack, type RunningStack } from '../src/launcher.js';
 import { SERVICE_NAMES, type ServiceName } from '../src/shared/service.js';
 import { connectionLeaks, LEAK_WAIT_MS, openTimerWindow, trackServer } from './leak-check.js';
 
-/**
- * grpc-js clients (test/context/fixtures.ts) leave their connection to the lean HTTP/2
- * server open after `client.close()` (the client never closes its side; against a
- * node:http2 server the same client closes at once). For `allowOpenConnections` until port
- * 8002 runs on node:http2.
- */
-export const GRPC_JS_LINGERS = 'grpc-js keeps its connection to src/shared/http2 open after close(); remove when 8002 runs on node:http2';
-
 export const REAL = process.env.SVC_TEST_REAL === '1' && !!process.env.DATABASE_URL;
 export const REAL_REDIS = process.env.SVC_TEST_REAL === '1' && !!process.env.REDIS_URL;
 export const ADMIN_KEY = `admin_${randomBytes(24).toString('base64url')}`;

@@ -83,7 +83,7 @@ function isAbsent(f: Finding, doc: Record<string, unknown>, others: Array<{ doc:
 }
 
 /** The locked document: version, pinned imports, completed provenance, keys in SCS order. */
-function lock(doc: Record<string, unknown>, version: string, others: Array<{ doc: unknown }>, author: string, rationale: string | undefined, now: Date) {
+export function lock(doc: Record<string, unknown>, version: string, others: Array<{ doc: unknown }>, author: string, rationale: string | undefined, now: Date) {
   const at = now.toISOString().replace(/\.\d{3}Z$/, 'Z');
   const pinned: Array<{ from: string; to: string }> = [];
   const imports = (Array.isArray(doc.imports) ? doc.imports : []).map((ref) => {

@@ -7,6 +7,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import { Http2SessionManager } from '@connectrpc/connect-node';
+import { onTestFinished } from 'vitest';
 import type { TestStack } from '../harness.js';
 import { issueKey, makeAgent } from '../identity/fixtures.js';
 
@@ -161,3 +163,14 @@ export async function moveTag(t: TestStack, tag: string, bundleId: string, versi
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * An HTTP/2 session for a connect-node transport to port 8002, ended when the test finishes:
+ * connect-node keeps an idle session open for minutes, and the harness's teardown check
+ * fails on a connection left open.
+ */
+export function session(t: TestStack): Http2SessionManager {
+  const sm = new Http2SessionManager(t.url('context-grpc'));
+  onTestFinished(() => sm.abort());
+  return sm;
+}

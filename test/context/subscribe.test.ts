@@ -7,18 +7,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import http2 from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { SignJWT } from 'jose';
-import { GRPC_JS_LINGERS, startTestStack, JWT_SECRET, type TestStack } from '../harness.js';
+import { startTestStack, JWT_SECRET, type TestStack } from '../harness.js';
 import { createClient } from '@connectrpc/connect';
 import { createConnectTransport, createGrpcWebTransport, createGrpcTransport } from '@connectrpc/connect-node';
 import { signWebhookToken } from '../../src/core/tokens/jwt.js';
 import { fanout } from '../../src/context/fanout/index.js';
 import { ContextMessageType, ContextService, type ContextMessage } from '../../gen/proto/context_pb.js';
-import { agentWithKey, grpcClient, HEARTBEAT, moveTag, SNAPSHOT, sleep, Stream, taggedBundle, UPDATE } from './fixtures.js';
+import { agentWithKey, grpcClient, session, HEARTBEAT, moveTag, SNAPSHOT, sleep, Stream, taggedBundle, UPDATE } from './fixtures.js';
 
 let t: TestStack;
 let client: any;
 beforeAll(async () => {
-  t = await startTestStack({ services: ['api', 'context-grpc', 'context-webhook'], env: { CONTEXT_HEARTBEAT_SECONDS: '1' }, allowOpenConnections: { 'context-grpc': GRPC_JS_LINGERS } });
+  t = await startTestStack({ services: ['api', 'context-grpc', 'context-webhook'], env: { CONTEXT_HEARTBEAT_SECONDS: '1' } });
   client = grpcClient(t);
 }, 180_000);
 afterAll(async () => {
@@ -242,10 +242,10 @@ describe('every protocol and codec the router serves carries the same messages',
   // grpc-js above takes the direct binary gRPC path (subscribe-h2.ts); these go through the
   // Connect router: gRPC-Web binary, Connect binary and JSON, gRPC with the JSON codec.
   const transports = {
-    'grpc-web binary': () => createGrpcWebTransport({ baseUrl: t.url('context-grpc'), httpVersion: '2', useBinaryFormat: true }),
-    'connect binary': () => createConnectTransport({ baseUrl: t.url('context-grpc'), httpVersion: '2', useBinaryFormat: true }),
-    'connect json': () => createConnectTransport({ baseUrl: t.url('context-grpc'), httpVersion: '2', useBinaryFormat: false }),
-    'grpc json': () => createGrpcTransport({ baseUrl: t.url('context-grpc'), useBinaryFormat: false }),
+    'grpc-web binary': () => createGrpcWebTransport({ baseUrl: t.url('context-grpc'), httpVersion: '2', useBinaryFormat: true, sessionManager: session(t) }),
+    'connect binary': () => createConnectTransport({ baseUrl: t.url('context-grpc'), httpVersion: '2', useBinaryFormat: true, sessionManager: session(t) }),
+    'connect json': () => createConnectTransport({ baseUrl: t.url('context-grpc'), httpVersion: '2', useBinaryFormat: false, sessionManager: session(t) }),
+    'grpc json': () => createGrpcTransport({ baseUrl: t.url('context-grpc'), useBinaryFormat: false, sessionManager: session(t) }),
   };
   it.each(Object.entries(transports))('%s', async (_name, make) => {
     const { tag, bundleId } = await taggedBundle(t);
@@ -280,7 +280,7 @@ describe('every protocol and codec the router serves carries the same messages',
     }
   });
   it('a refusal has the same status on the router path', async () => {
-    const transport = createConnectTransport({ baseUrl: t.url('context-grpc'), httpVersion: '2' });
+    const transport = createConnectTransport({ baseUrl: t.url('context-grpc'), httpVersion: '2', sessionManager: session(t) });
     const a = await agentWithKey(t);
     await expect(
       (async () => {

@@ -7,9 +7,9 @@ import { gzipSync } from 'node:zlib';
 import { randomBytes, randomUUID } from 'node:crypto';
 import http2 from 'node:http2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GRPC_JS_LINGERS, startTestStack, type TestStack } from '../../../test/harness.js';
+import { startTestStack, type TestStack } from '../../../test/harness.js';
 import { issueKey, makeAgent } from '../../../test/identity/fixtures.js';
-import { grpcClient } from '../../../test/context/fixtures.js';
+import { grpcClient, session } from '../../../test/context/fixtures.js';
 import { publishCorpus, type PublishedCorpus } from '../../../test/fixtures/corpus.js';
 import { recomputeChain } from '../../../test/audit/recompute.js';
 
@@ -19,7 +19,7 @@ let agent: any;
 let key: any;
 
 beforeAll(async () => {
-  t = await startTestStack({ services: ['api', 'context-grpc'], allowOpenConnections: { 'context-grpc': GRPC_JS_LINGERS } });
+  t = await startTestStack({ services: ['api', 'context-grpc'] });
   corpus = await publishCorpus((s, m, p, o) => t.call(s, m, p, o), { workload: 'W1' });
   agent = await makeAgent(t, { role_id: 'role:security', allowed_intents: ['code_review', 'triage'] });
   key = await issueKey(t, agent.agent_id);
@@ -248,12 +248,13 @@ describe('gRPC RequestContext (an independent grpc-js client)', () => {
     const node = await import('@connectrpc/connect-node');
     const { ContextService } = await import('../../../gen/proto/context_pb.js');
     const baseUrl = t.url('context-grpc');
+    const sessionManager = session(t);
     const transport =
       protocol === 'connect'
-        ? node.createConnectTransport({ baseUrl, httpVersion: '2', useBinaryFormat: binary })
+        ? node.createConnectTransport({ baseUrl, httpVersion: '2', useBinaryFormat: binary, sessionManager })
         : protocol === 'grpc-web'
-          ? node.createGrpcWebTransport({ baseUrl, httpVersion: '2', useBinaryFormat: binary })
-          : node.createGrpcTransport({ baseUrl });
+          ? node.createGrpcWebTransport({ baseUrl, httpVersion: '2', useBinaryFormat: binary, sessionManager })
+          : node.createGrpcTransport({ baseUrl, sessionManager });
     const client = createClient(ContextService, transport);
     const res = await client.requestContext({ apiKey: key.api_key, taskType: 'code_review' });
     const rest = await ctxCall({ task_type: 'code_review' }, key.api_key);
