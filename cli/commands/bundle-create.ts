@@ -7,7 +7,7 @@
 import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { CAC } from 'cac';
-import { BUNDLE_ID_RE, BUNDLE_TYPES, checkBundle, classifyDocument, type BundleType } from '../../src/shared/scs/index.js';
+import { BUNDLE_ID_RE, BUNDLE_TYPES, checkBundle, classifyDocument, type BundleType } from '../../src/core/scs/index.js';
 import { rawOption } from '../lib/argv.js';
 import { display, findProjectRoot, loadFile, toYaml } from '../lib/documents.js';
 import { CliError, EXIT, usageError } from '../lib/errors.js';

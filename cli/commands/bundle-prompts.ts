@@ -9,7 +9,7 @@ import { resolve } from 'node:path';
 import { checkbox, confirm, input, select } from '@inquirer/prompts';
 import {
   ALLOWED_IMPORTS, BUNDLE_ID_RE, BUNDLE_TYPES, BUNDLE_VERSION_RE, SCD_ID_RE, parseImport, scdTier, type BundleType,
-} from '../../src/shared/scs/index.js';
+} from '../../src/core/scs/index.js';
 import type { ProjectSet } from '../lib/project-set.js';
 import type { BundleFields } from './bundle-fields.js';
 

@@ -7,7 +7,7 @@
  */
 import type { CAC } from 'cac';
 import type { components } from '../../gen/openapi/control-plane.js';
-import { classifyDocument } from '../../src/shared/scs/index.js';
+import { classifyDocument } from '../../src/core/scs/index.js';
 import { mask, resolveKey } from '../lib/config.js';
 import { display, loadFile } from '../lib/documents.js';
 import { CliError, EXIT, usageError } from '../lib/errors.js';

@@ -11,7 +11,7 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { CAC } from 'cac';
-import { classifyDocument, parseImport, validateDocuments, type Finding } from '../../src/shared/scs/index.js';
+import { classifyDocument, parseImport, validateDocuments, type Finding } from '../../src/core/scs/index.js';
 import { rawOption } from '../lib/argv.js';
 import { display, loadFile, toYaml } from '../lib/documents.js';
 import { CliError, EXIT, usageError } from '../lib/errors.js';

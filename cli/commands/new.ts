@@ -2,7 +2,7 @@
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { CAC } from 'cac';
-import { validateDocuments } from '../../src/shared/scs/index.js';
+import { validateDocuments } from '../../src/core/scs/index.js';
 import { resolveKey } from '../lib/config.js';
 import { display, toYaml } from '../lib/documents.js';
 import { CliError, usageError } from '../lib/errors.js';

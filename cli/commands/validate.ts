@@ -5,7 +5,7 @@
  * under --strict, 3 usage, 4 unreadable.
  */
 import type { CAC } from 'cac';
-import { checkDocument, classifyDocument, validateDocuments, type DocumentKind, type Finding } from '../../src/shared/scs/index.js';
+import { checkDocument, classifyDocument, validateDocuments, type DocumentKind, type Finding } from '../../src/core/scs/index.js';
 import { resolveKey } from '../lib/config.js';
 import { loadPaths, type LoadedFile } from '../lib/documents.js';
 import { EXIT, usageError } from '../lib/errors.js';

@@ -7,7 +7,7 @@
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
-import type { Finding } from '../../src/shared/scs/index.js';
+import type { Finding } from '../../src/core/scs/index.js';
 import { CliError, EXIT } from './errors.js';
 
 export interface LoadedFile {

@@ -4,7 +4,7 @@
  */
 import { dirname, resolve } from 'node:path';
 import { existsSync, statSync } from 'node:fs';
-import { classifyDocument } from '../../src/shared/scs/index.js';
+import { classifyDocument } from '../../src/core/scs/index.js';
 import { findProjectRoot, loadFile, walk, type LoadedFile } from './documents.js';
 import { CliError, EXIT } from './errors.js';
 

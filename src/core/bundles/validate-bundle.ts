@@ -1,5 +1,5 @@
 /**
- * Bundle validation for `POST /api/bundles`: the shared SCS rules (src/shared/scs, the same
+ * Bundle validation for `POST /api/bundles`: the shared SCS rules (src/core/scs, the same
  * ones the `svc validate` CLI runs) for the structure, plus the checks only the store can
  * answer: which SCDs and bundle versions exist, are active, and what type an import is.
  *
@@ -13,7 +13,7 @@ import { and, desc, eq, inArray, sql } from 'drizzle-orm';
 import type { Db } from '../db/index.js';
 import { bundleScds, bundles } from '../db/schema/index.js';
 import { AppError, type ValidationIssue } from '../../shared/errors.js';
-import { checkBundle, checkScd, type BundleType, type Finding } from '../../shared/scs/index.js';
+import { checkBundle, checkScd, type BundleType, type Finding } from '../scs/index.js';
 import { loadHeads, resolveImport, type BundleHead } from '../graph/resolve.js';
 import { parseRef, SCD_ID_RE } from '../graph/refs.js';
 

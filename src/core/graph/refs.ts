@@ -1,11 +1,11 @@
 /**
  * Bundle references and versions: `bundle:<name>` (unpinned), `bundle:<name>:<semver>`
  * (pinned), and semantic-version ordering. The SCS rules themselves (patterns, the import
- * hierarchy, tiers) live in one place, src/shared/scs.
+ * hierarchy, tiers) live in one place, src/core/scs.
  */
-export type { BundleType } from '../../shared/scs/index.js';
+export type { BundleType } from '../scs/index.js';
 /** Parses `bundle:<name>` or `bundle:<name>:<x.y.z>` into `{id, version}` (null version: unpinned); null otherwise. */
-export { parseImport as parseRef } from '../../shared/scs/index.js';
+export { parseImport as parseRef } from '../scs/index.js';
 
 /** SCD ids as the contract accepts them (`scd:<tier>:<name>`, any tier word). */
 export const SCD_ID_RE = /^scd:[A-Za-z0-9_-]+:[A-Za-z0-9._-]+$/;

@@ -75,7 +75,7 @@ describe('the corpus subset in test/fixtures/scs', () => {
   });
 });
 
-describe.skipIf(wholeCorpusSkipNote('src/shared/scs/scs.test.ts, the whole public SCS corpus'))('the whole public SCS corpus', () => {
+describe.skipIf(wholeCorpusSkipNote('src/core/scs/scs.test.ts, the whole public SCS corpus'))('the whole public SCS corpus', () => {
   it('reports exactly the known defects of med-adherence (and the invalid fixture), strictly', () => {
     const domainExamples = (f: { file: string }) => !f.file.startsWith('schema/domain/');
     const { findings, kinds } = validateDocuments(load(CORPUS).filter(domainExamples), { strict: true });
