@@ -119,6 +119,7 @@ export function storableText(s: string): string {
   // String.prototype.toWellFormed is in Node 20; TypeScript's ES2022 lib does not declare it.
   const str = s as string & { isWellFormed(): boolean; toWellFormed(): string };
   const w = str.isWellFormed() ? s : str.toWellFormed();
+  // eslint-disable-next-line no-control-regex -- NUL is matched on purpose: PostgreSQL text cannot store U+0000, so it is replaced
   return w.includes('\u0000') ? w.replace(/\u0000/g, '\uFFFD') : w;
 }
 
