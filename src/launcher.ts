@@ -14,7 +14,7 @@ import type { AppContext } from './shared/app-context.js';
 import type { ServiceName } from './shared/service.js';
 import { SERVICES } from './services.js';
 
-export interface RunningService {
+interface RunningService {
   name: ServiceName;
   host: string;
   port: number;

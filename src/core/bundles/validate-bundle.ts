@@ -20,7 +20,7 @@ import { parseRef, SCD_ID_RE } from '../graph/refs.js';
 /** One problem of a bundle: the contract's ValidationIssue (with `reference` and `severity`). */
 export type Issue = ValidationIssue;
 
-export interface ScdSource {
+interface ScdSource {
   document: Record<string, unknown>;
   yaml: string;
   /** Where the content came from: this payload, or a stored bundle version. */
@@ -40,7 +40,7 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
 
 /** YAML text of an SCD as delivered to agents (no line folding, key order as posted). */
-export const toYaml = (doc: unknown): string => YAML.stringify(doc, { lineWidth: 0 });
+const toYaml = (doc: unknown): string => YAML.stringify(doc, { lineWidth: 0 });
 
 /** The value a JSON pointer under the body names, when it is a string (for `reference`). */
 function referenceAt(body: unknown, path: string): string | undefined {

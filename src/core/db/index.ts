@@ -21,10 +21,10 @@ import { AppError } from '../../shared/errors.js';
 
 /** A raw query's row: its columns are known only to the SQL text; callers name them with `query<T>`. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- raw SQL rows from postgres.js/PGlite are untyped; `unknown` would make every existing `query<T>` row type incompatible
-export type Row = Record<string, any>;
+type Row = Record<string, any>;
 
 /** The drizzle query builder of a `Db` (no relational schema: tables are imported from ./schema). */
-export type Orm = PgDatabase<PgQueryResultHKT>;
+type Orm = PgDatabase<PgQueryResultHKT>;
 
 export interface Db {
   readonly kind: 'pglite' | 'postgres';
@@ -197,13 +197,13 @@ function ormOver(session: PgSession): Orm {
 }
 
 /** The immutability trigger's message (migration 0001). */
-export const AUDIT_IMMUTABLE_MESSAGE = 'Audit records are immutable';
+const AUDIT_IMMUTABLE_MESSAGE = 'Audit records are immutable';
 
 /**
  * Maps PostgreSQL errors to domain errors, in this one place. Unknown errors pass through
  * untouched (the edge answers an opaque 500 and logs them).
  */
-export function mapDbError(e: unknown): unknown {
+function mapDbError(e: unknown): unknown {
   // drizzle wraps the driver's error with the query text and parameters: map the driver's
   // own, and pass that one on when unmapped (parameters may carry key hashes).
   if (e instanceof DrizzleQueryError && e.cause) e = e.cause;

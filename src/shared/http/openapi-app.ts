@@ -22,19 +22,7 @@ import type { ErrorReply, Handlers, OperationsShape, UncheckedRequest, Unchecked
 
 export const BODY_LIMIT_BYTES = 16 * 1024 * 1024;
 
-export type {
-  ErrorReply,
-  HandlerResult,
-  Handlers,
-  OperationHandler,
-  OperationShape,
-  OperationsShape,
-  Reply,
-  RequestInfo,
-  UncheckedRequest,
-  UncheckedResult,
-  ValidationFailHandler,
-} from './contract-types.js';
+export type { ErrorReply, OperationHandler, OperationsShape, RequestInfo, UncheckedRequest } from './contract-types.js';
 
 /**
  * The edge's view of a handler: any request, any result. The one place the typed handlers
@@ -61,7 +49,7 @@ export interface OpenApiAppOptions<Ops extends OperationsShape<Ops>, C> {
 const sha256 = (s: string) => createHash('sha256').update(s).digest();
 
 /** Constant-time comparison of a presented secret with the configured one. */
-export function secretEquals(presented: string | undefined | null, expected: string): boolean {
+function secretEquals(presented: string | undefined | null, expected: string): boolean {
   if (!expected || typeof presented !== 'string') return false;
   return timingSafeEqual(sha256(presented), sha256(expected));
 }
