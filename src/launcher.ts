@@ -14,7 +14,7 @@ import type { AppContext } from './shared/app-context.js';
 import type { ServiceName } from './shared/service.js';
 import { SERVICES } from './services.js';
 
-export interface RunningService {
+interface RunningService {
   name: ServiceName;
   host: string;
   port: number;
@@ -53,10 +53,13 @@ async function startOne(ctx: AppContext, name: ServiceName, portOverride?: numbe
     const app = await def.createApp(ctx);
     // A service may serve some requests itself before the app (see HttpServiceDef.preHandle).
     const pre = def.preHandle?.(ctx);
-    const createServer = pre
-      ? (o: http.ServerOptions, listener: http.RequestListener) => http.createServer(o, (req, res) => void (pre(req, res) || listener(req, res)))
-      : http.createServer;
-    server = serve({ fetch: app.fetch, port: wanted, hostname: host, createServer, autoCleanupIncoming: false } as any) as http.Server;
+    // serve() always calls createServer(serverOptions, listener); the cast names that call as node:http's overloads.
+    const createServer = (
+      pre
+        ? (o: http.ServerOptions, listener: http.RequestListener) => http.createServer(o, (req, res) => void (pre(req, res) || listener(req, res)))
+        : http.createServer
+    ) as typeof http.createServer;
+    server = serve({ fetch: app.fetch, port: wanted, hostname: host, createServer, autoCleanupIncoming: false }) as http.Server;
     // serve() listens by itself; wait for it.
     await new Promise<void>((resolve, reject) => {
       if (server.listening) return resolve();

@@ -51,7 +51,7 @@ export interface CreateContextOptions {
   skipMigrations?: boolean;
 }
 
-export const GENESIS_PREFIX = 'svc-audit-genesis:';
+const GENESIS_PREFIX = 'svc-audit-genesis:';
 
 /** genesis_hash = hex SHA-256 of `svc-audit-genesis:` + deployment_id + initialized_at (ISO). */
 export function genesisHash(deploymentId: string, initializedAt: Date): string {

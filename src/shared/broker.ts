@@ -13,7 +13,7 @@ import type { Logger } from './logger.js';
 
 export const TAG_UPDATES_CHANNEL = 'svc:tag-updates';
 
-export type MessageHandler = (message: string) => void;
+type MessageHandler = (message: string) => void;
 
 export interface Broker {
   readonly kind: 'memory' | 'redis';

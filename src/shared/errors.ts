@@ -1,8 +1,7 @@
 /**
- * The one domain error type, with a closed set of codes, and the two tables at the edge:
- * code to HTTP status, code to Connect code. Bodies follow the spec: `{error, message, details?}`.
+ * The one domain error type, with a closed set of codes, and its table at the edge: code to
+ * HTTP status. Bodies follow the spec: `{error, message, details?}`.
  */
-import { Code } from '@connectrpc/connect';
 import type { components } from '../../gen/openapi/control-plane.js';
 
 /** The general error body (spec 7.2); every service's contract declares the same `Error`. */
@@ -23,7 +22,7 @@ export type ErrorCode =
   | 'unavailable'
   | 'internal_error';
 
-export const HTTP_STATUS: Record<ErrorCode, number> = {
+const HTTP_STATUS: Record<ErrorCode, number> = {
   validation_error: 400,
   auth_failed: 401,
   license_limit: 402,
@@ -37,22 +36,6 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   internal_error: 500,
   not_implemented: 501,
   unavailable: 503,
-};
-
-export const CONNECT_CODE: Record<ErrorCode, Code> = {
-  validation_error: Code.InvalidArgument,
-  auth_failed: Code.Unauthenticated,
-  license_limit: Code.ResourceExhausted,
-  intent_not_allowed: Code.PermissionDenied,
-  forbidden: Code.PermissionDenied,
-  not_found: Code.NotFound,
-  method_not_allowed: Code.Unimplemented,
-  conflict: Code.AlreadyExists,
-  immutable: Code.FailedPrecondition,
-  payload_too_large: Code.ResourceExhausted,
-  internal_error: Code.Internal,
-  not_implemented: Code.Unimplemented,
-  unavailable: Code.Unavailable,
 };
 
 export class AppError extends Error {
@@ -73,8 +56,6 @@ export class AppError extends Error {
     return this.details === undefined ? { error, message: this.message } : { error, message: this.message, details: this.details };
   }
 }
-
-export const isAppError = (e: unknown): e is AppError => e instanceof AppError;
 
 /**
  * One contract violation of a request, as the spec's validation_error details list them:

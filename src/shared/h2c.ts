@@ -25,7 +25,7 @@ export const MAX_MESSAGE_BYTES = 1 << 20;
  * 2^32-1) and widened where our own traffic needs it (a tag move writes one message to each
  * Subscribe stream of a connection at once; gRPC answers are tens of KB).
  */
-export const H2C_OPTIONS: http2.ServerOptions & net.ServerOpts = {
+const H2C_OPTIONS: http2.ServerOptions & net.ServerOpts = {
   // Nagle off (node:http sets it, node:http2 does not): a call's HEADERS, DATA and trailers
   // leave in separate writes when they come from separate ticks (the Connect router's
   // path), and Nagle with the client's delayed ACKs held each answer back by up to 40 ms.

@@ -46,7 +46,7 @@ export class LicenseError extends Error {
 const THIRTY_DAYS_S = 30 * 24 * 3600;
 
 /** Verifies a license token; throws LicenseError naming what is wrong. */
-export async function verifyLicense(token: string, publicKeyPem: string, now: Date): Promise<LicenseClaims> {
+async function verifyLicense(token: string, publicKeyPem: string, now: Date): Promise<LicenseClaims> {
   let key;
   try {
     key = await importSPKI(publicKeyPem, 'RS256');

@@ -12,7 +12,7 @@ import type { AppContext } from '../../shared/app-context.js';
 import { auditWriter } from '../../core/audit/writer.js';
 import { lastSequence, readAuditAfter } from '../../core/audit/read.js';
 
-export const KEEPALIVE_MS = 15_000;
+const KEEPALIVE_MS = 15_000;
 const POLL_MS = 1_000;
 const PAGE = 200;
 

@@ -11,10 +11,10 @@ import { findNul } from '../../core/graph/input-text.js';
 /** The value at `/body/...` when it is a string: the offending reference of a pattern failure. */
 function valueAt(body: unknown, path: string): string | undefined {
   if (!path.startsWith('/body/')) return undefined;
-  let cur: any = body;
+  let cur: unknown = body;
   for (const seg of path.slice(6).split('/')) {
     if (cur === null || typeof cur !== 'object') return undefined;
-    cur = cur[seg];
+    cur = (cur as Record<string, unknown>)[seg];
   }
   return typeof cur === 'string' ? cur : undefined;
 }

@@ -11,16 +11,16 @@ import { errorResult, type OperationHandler } from '../../shared/http/openapi-ap
 import { verifyAgentKey } from '../../core/keys/verify-key.js';
 import { signSubscribeToken } from '../../core/tokens/jwt.js';
 
-export const DEFAULT_TOKEN_TTL_S = 900;
+const DEFAULT_TOKEN_TTL_S = 900;
 
-export interface MintedToken {
+interface MintedToken {
   token: string;
   agentId: string;
   expiresAt: Date;
 }
 
 /** Signs a Subscribe token for `agentId`, expiring after `ttlSeconds` or with the key, whichever is first. */
-export async function mintSubscribeToken(ctx: AppContext, input: { agentId: string; keyExpiresAt: Date | null; ttlSeconds: number }): Promise<MintedToken> {
+async function mintSubscribeToken(ctx: AppContext, input: { agentId: string; keyExpiresAt: Date | null; ttlSeconds: number }): Promise<MintedToken> {
   const now = ctx.clock.now();
   let expSec = Math.floor(now.getTime() / 1000) + input.ttlSeconds;
   if (input.keyExpiresAt) expSec = Math.min(expSec, Math.floor(input.keyExpiresAt.getTime() / 1000));

@@ -16,7 +16,7 @@ import { ParsePool } from '../tail/processor.js';
 import { getActivitySourceCoverage, getActivityStats, listActivitySources, listObservedActivity } from './service.js';
 
 /** Starts the configured collectors; returns their stop function. */
-export async function startCollectors(ctx: AppContext): Promise<() => Promise<void>> {
+async function startCollectors(ctx: AppContext): Promise<() => Promise<void>> {
   const cfg = ctx.config.collector;
   const log = ctx.logger.child({ service: 'collector' });
   const store = collectorStore(ctx);

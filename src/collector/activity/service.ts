@@ -7,11 +7,11 @@ import type { ActivityStats } from '../store/store.js';
 
 type S = components['schemas'];
 
-export const OBSERVED_DEFAULT_LIMIT = 50;
-export const OBSERVED_MAX_LIMIT = 500;
+const OBSERVED_DEFAULT_LIMIT = 50;
+const OBSERVED_MAX_LIMIT = 500;
 
 /** Clamped, not refused (spec 8): below 1 reads as 1, above 500 as 500, absent as 50. */
-export function clampLimit(raw: unknown): number {
+function clampLimit(raw: unknown): number {
   const n = typeof raw === 'number' ? raw : typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : NaN;
   if (!Number.isFinite(n)) return OBSERVED_DEFAULT_LIMIT;
   return Math.min(OBSERVED_MAX_LIMIT, Math.max(1, Math.trunc(n)));

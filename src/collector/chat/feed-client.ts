@@ -7,8 +7,8 @@
  */
 import type { Logger } from '../../shared/logger.js';
 
-export const FEED_PATH = '/v1/compliance/activities';
-export const MAX_BACKOFF_MS = 60_000;
+const FEED_PATH = '/v1/compliance/activities';
+const MAX_BACKOFF_MS = 60_000;
 const MAX_RETRY_AFTER_MS = 600_000;
 
 export interface FeedPage {
@@ -157,7 +157,7 @@ async function errorTypeOf(res: Response): Promise<string | null> {
 }
 
 /** `retry-after` in seconds or as an HTTP date; null when absent or unreadable. */
-export function retryAfterMs(h: string | null, now = Date.now()): number | null {
+function retryAfterMs(h: string | null, now = Date.now()): number | null {
   if (!h) return null;
   const s = h.trim();
   if (/^\d+(\.\d+)?$/.test(s)) return Math.min(MAX_RETRY_AFTER_MS, Math.round(Number(s) * 1000));

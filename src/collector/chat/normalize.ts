@@ -17,7 +17,7 @@ import { isoToIso, toText } from '../otlp/any-value.js';
 export const CHAT_SOURCE_ID = 'vendor-enterprise-chat' as const;
 
 /** The part after the vendor prefix (`vendor_chat_created` -> `chat_created`). */
-export const ALLOWED_SUFFIXES: readonly string[] = [
+const ALLOWED_SUFFIXES: readonly string[] = [
   // chat
   'chat_created', 'chat_viewed', 'chat_updated', 'chat_deleted', 'chat_deletion_failed', 'chat_access_failed',
   'chat_settings_updated', 'chat_snapshot_created', 'chat_snapshot_viewed', 'chat_snapshot_deleted',
@@ -35,7 +35,7 @@ const ALLOWED = new Set(ALLOWED_SUFFIXES);
 /** `<prefix>_<suffix>` with a one-word vendor prefix. */
 const TYPE_RE = /^[a-z0-9]+_([a-z0-9_]+)$/;
 
-export function isAllowedType(type: unknown): boolean {
+function isAllowedType(type: unknown): boolean {
   if (typeof type !== 'string') return false;
   const m = TYPE_RE.exec(type);
   return !!m && ALLOWED.has(m[1]);

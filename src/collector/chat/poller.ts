@@ -21,7 +21,7 @@ import { FeedClient, FeedError, StoppedError } from './feed-client.js';
 import { activityToRow, CHAT_SOURCE_ID } from './normalize.js';
 
 export const OVERLAP_MS = 2 * 60_000;
-export const PAGE_LIMIT = 1000;
+const PAGE_LIMIT = 1000;
 
 export interface ChatCursor {
   /** No window starts before this ("now" at first run), or null: the whole history. */
@@ -32,9 +32,9 @@ export interface ChatCursor {
   window: { gte: string | null; lt: string; after_id: string | null } | null;
 }
 
-export const chatDescription = 'Chat product activity from the Compliance API Activity Feed (metadata only, allowlisted types)';
+const chatDescription = 'Chat product activity from the Compliance API Activity Feed (metadata only, allowlisted types)';
 
-export const chatCoverage: CoverageManifest = {
+const chatCoverage: CoverageManifest = {
   captures: [
     'metadata of about 40 chat, file, project and artifact activity types (created, viewed, updated, deleted, shared, access failed ...): ids, file names, timestamps',
     "the actor's user id as actor_identity, which joins the desktop agent's and the CLI's account id",

@@ -6,7 +6,7 @@
  */
 import type { OtlpCollectorDef } from '../otlp/collector.js';
 
-export const CODE_CLI_SOURCE_ID = 'vendor-code-cli' as const;
+const CODE_CLI_SOURCE_ID = 'vendor-code-cli' as const;
 
 export const codeCli: OtlpCollectorDef = {
   profile: {

@@ -7,7 +7,7 @@
  */
 import type { OtlpCollectorDef } from '../otlp/collector.js';
 
-export const COWORK_SOURCE_ID = 'vendor-enterprise-cowork' as const;
+const COWORK_SOURCE_ID = 'vendor-enterprise-cowork' as const;
 
 export const cowork: OtlpCollectorDef = {
   profile: {

@@ -45,7 +45,7 @@ const NAME_LIKE = /^[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*$/;
 const HEX_ID = /^[0-9A-Fa-f]{16,32}$/;
 
 /** The raw event name of a record (attributes already decoded), or null. */
-export function rawEventName(attrs: Record<string, unknown>, record: Record<string, unknown>, body: unknown): string | null {
+function rawEventName(attrs: Record<string, unknown>, record: Record<string, unknown>, body: unknown): string | null {
   const a = toText(attrs['event.name']);
   if (a) return a;
   const f = toText(record.eventName);
@@ -65,7 +65,7 @@ function has(attrs: Record<string, unknown>, key: string): boolean {
 }
 
 /** Is the tool of a tool event an MCP tool? Read before redaction (tool_parameters may be masked). */
-export function isMcpTool(attrs: Record<string, unknown>): boolean {
+function isMcpTool(attrs: Record<string, unknown>): boolean {
   const tool = toText(attrs.tool_name) ?? toText(attrs.name) ?? '';
   if (tool.startsWith('mcp__') || tool === 'mcp_tool') return true;
   if (attrs.tool_source === 'mcp' || has(attrs, 'mcp_server_scope')) return true;

@@ -18,13 +18,13 @@ import { createHmac } from 'node:crypto';
 import net from 'node:net';
 import { LRUCache } from 'lru-cache';
 
-export const MASK_PREFIX = 'hmac-sha256:';
+const MASK_PREFIX = 'hmac-sha256:';
 export const MASK_NO_SECRET = '[redacted]';
 
 /** Broad on purpose: anything that looks like local@domain.tld is treated as an address. */
-export const EMAIL_RE = /[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g;
+const EMAIL_RE = /[A-Za-z0-9!#$%&'*+/=?^_`{|}~.-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g;
 const OCTET = '(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)';
-export const IPV4_RE = new RegExp(`(?<![\\d.])(?:${OCTET}\\.){3}${OCTET}(?!\\.?\\d)`, 'g');
+const IPV4_RE = new RegExp(`(?<![\\d.])(?:${OCTET}\\.){3}${OCTET}(?!\\.?\\d)`, 'g');
 /** Candidates only; each is confirmed with net.isIP before it is masked. */
 const IPV6_CANDIDATE_RE = /[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?::\d{1,3}(?:\.\d{1,3}){3})?/g;
 

@@ -6,7 +6,7 @@
  */
 export const SCHEMA_VERSION = 1;
 
-export const EVENT_TYPES = ['prompt', 'tool_call', 'mcp_call', 'model_call', 'approval', 'error', 'unknown'] as const;
+const EVENT_TYPES = ['prompt', 'tool_call', 'mcp_call', 'model_call', 'approval', 'error', 'unknown'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
 export const SCHEMA_SQL = `

@@ -73,7 +73,7 @@ export interface CommitInput {
   cursor?: unknown;
 }
 
-export const COLUMNS = [
+const COLUMNS = [
   'event_id', 'source_id', 'observed_at', 'correlation_id', 'session_id', 'actor_identity', 'event_name', 'event_type',
   'tool_name', 'mcp_server_scope', 'success', 'decision', 'decision_source', 'model', 'cost_usd', 'input_tokens',
   'output_tokens', 'duration_ms', 'error_message', 'redaction_masked_keys', 'redaction_masked_count', 'raw_attributes', 'ingested_at',

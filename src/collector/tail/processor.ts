@@ -49,7 +49,7 @@ export function packLines(lines: Buffer[]): LineBuffer {
   return { data, ends };
 }
 
-export function batchSize(lines: LineBatch): number {
+function batchSize(lines: LineBatch): number {
   return Array.isArray(lines) ? lines.length : lines.ends.length;
 }
 

@@ -3,7 +3,6 @@ import type { AppContext } from '../../shared/app-context.js';
 import { Fanout } from './registry.js';
 
 export { Fanout } from './registry.js';
-export type { RefreshResult } from './registry.js';
 
 /** This process's registry (made on first use; stopped when the context closes). */
 export function fanout(ctx: AppContext): Fanout {

@@ -30,7 +30,7 @@ export interface TagState {
   bytes: Uint8Array;
 }
 
-export const stateKey = (bundleId: string, bundleVersion: string, updatedAt: Date) => `${bundleId}\u0000${bundleVersion}\u0000${updatedAt.toISOString()}`;
+const stateKey = (bundleId: string, bundleVersion: string, updatedAt: Date) => `${bundleId}\u0000${bundleVersion}\u0000${updatedAt.toISOString()}`;
 
 /**
  * The shared fields in wire form, as one "unknown field" entry that protobuf-es writes back

@@ -24,7 +24,7 @@ import { callRequestContext, responseParts } from './request-context.js';
 import { finish, isPlainGrpc, readMessage, writeMessage } from './h2.js';
 import { MAX_MESSAGE_BYTES } from '../../shared/h2c.js';
 
-export const REQUEST_CONTEXT_PATH = '/svc.context.v1.ContextService/RequestContext';
+const REQUEST_CONTEXT_PATH = '/svc.context.v1.ContextService/RequestContext';
 
 /** The pre-handler: true when it took the request. */
 export function requestContextH2(ctx: AppContext): (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => boolean {

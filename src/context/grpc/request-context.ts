@@ -28,7 +28,7 @@ const CONTEXT_BUNDLE_IDS = 12;
  * JSON client gets the ordinary fields.
  */
 const encoded = new WeakMap<SelectedContext, Buffer>();
-export function selectionBytes(s: SelectedContext): Buffer {
+function selectionBytes(s: SelectedContext): Buffer {
   let b = encoded.get(s);
   if (b === undefined) {
     const w = new BinaryWriter();
@@ -45,7 +45,7 @@ export function selectionBytes(s: SelectedContext): Buffer {
 }
 
 /** The contract's ContextRequest rules, for a message protobuf already typed. */
-export function validateRequestContext(req: RequestContextRequest): ValidationIssue[] {
+function validateRequestContext(req: RequestContextRequest): ValidationIssue[] {
   const issues: ValidationIssue[] = [];
   const maxLength = (path: string, v: string, max: number) => {
     if (v.length > max) issues.push({ path, rule: 'maxLength', message: `must NOT have more than ${max} characters` });

@@ -21,7 +21,7 @@ import { ContextMessageSchema, SubscribeRequestSchema } from '../../../gen/proto
 import { subscriptionFrames } from './subscribe.js';
 import { closedSignal, finish, isPlainGrpc, readMessage, writeMessage } from './h2.js';
 
-export const SUBSCRIBE_PATH = '/svc.context.v1.ContextService/Subscribe';
+const SUBSCRIBE_PATH = '/svc.context.v1.ContextService/Subscribe';
 const MAX_REQUEST_BYTES = 64 * 1024;
 const TIMEOUT_UNITS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 0.001, n: 0.000001 };
 

@@ -11,10 +11,9 @@ import { AppError } from '../../shared/errors.js';
 import { intentsFromStore } from '../keys/verify-key.js';
 
 export type Agent = components['schemas']['Agent'];
-export type AgentStatus = Agent['status'];
 export type AgentRow = typeof agents.$inferSelect;
 
-export const GRAPH_SOURCE = 'agent-registry';
+const GRAPH_SOURCE = 'agent-registry';
 
 /** API strings to the store's `[{task_type}]`. */
 export function intentsToStore(intents: string[]): { task_type: string }[] {
@@ -64,7 +63,7 @@ export async function syncAgentGraph(db: Db, row: Pick<AgentRow, 'agent_id' | 'r
 }
 
 /** Non-revoked agents: what the license cap counts. */
-export async function countLicensedAgents(db: Db): Promise<number> {
+async function countLicensedAgents(db: Db): Promise<number> {
   const [r] = await db.orm.select({ n: count() }).from(agents).where(ne(agents.status, 'revoked'));
   return r.n;
 }

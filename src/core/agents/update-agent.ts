@@ -17,10 +17,10 @@ export type UpdateAgentInput = components['schemas']['AgentUpdate'];
 export type AgentPolicyInput = components['schemas']['AgentPolicyUpdate'];
 export type AgentRevocation = components['schemas']['AgentRevocation'];
 
-export const AGENT_REVOKED_BY = 'system:agent-revoked';
+const AGENT_REVOKED_BY = 'system:agent-revoked';
 
 /** Revokes the agent's active keys (inside the caller's transaction); returns how many. */
-export async function revokeAgentKeys(db: Db, agentId: string, at: Date): Promise<number> {
+async function revokeAgentKeys(db: Db, agentId: string, at: Date): Promise<number> {
   const rows = await db.orm
     .update(agentApiKeys)
     .set({ status: 'revoked', is_active: false, revoked_at: at, revoked_by: AGENT_REVOKED_BY })

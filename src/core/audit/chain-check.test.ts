@@ -106,7 +106,7 @@ describe('records that need the general paths', () => {
     const variants: Array<Partial<ChainFields>> = [
       {},
       { task_type: 'task\nwith "newline" \\ \u0001 é 𝄞' },
-      { request_params: { b: 1, aa: 2, 'é': { z: [1.5, -0, 12345678901234567890, null] }, q: 'a"b\\c\n\u0007' } },
+      { request_params: { b: 1, aa: 2, 'é': { z: [1.5, -0, 12345678901234567168, null] }, q: 'a"b\\c\n\u0007' } },
       { validation_errors: { z: 1, é: 2, '\uffff': 3, '𝄞': 4, list: [1, 2.5, true, null, 'x\u2028y'] } },
       { context_bundle_ids: [], context_scd_ids: ['a"b', 'c\\d', 'NULL', '', 'x y', 'é', '{}', 'a,b', 'bell\u0007'] },
       { context_bundle_ids: null, context_scd_ids: ['scd:only'], processing_time_ms: -5 },

@@ -593,7 +593,7 @@ function firstFailure(first: number | null, expectedFirst: number): Failure | nu
 }
 
 /** A binary text[] as nested JS arrays (the general path). */
-export function readArray(buf: Buffer, s: number, len: number): unknown[] {
+function readArray(buf: Buffer, s: number, len: number): unknown[] {
   const end = s + len;
   const ndim = int32(buf, s);
   if (ndim < 0 || ndim > 6) throw new Error('bad array');

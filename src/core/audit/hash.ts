@@ -7,8 +7,11 @@
  *   ('true' | 'false') + requested_at (ISO text), concatenated with no separator.
  * - `content_hash` (decisions.md): SHA-256 of the previous record's content_hash (the
  *   genesis hash for the first) followed by the netstrings `<bytes>:<canonical JSON>,` of
- *   every stored field, in CONTENT_FIELDS order. It covers what the spec's hash does not:
- *   which SCDs were delivered, and where agent_id ends and task_type begins.
+ *   every stored field, in content order: chain_sequence, request_id, agent_id, task_type,
+ *   request_params, intent_valid, validation_errors, context_bundle_ids, context_scd_ids,
+ *   processing_time_ms, requested_at, chain_id, parent_request_id. It covers what the
+ *   spec's hash does not: which SCDs were delivered, and where agent_id ends and task_type
+ *   begins.
  *
  * The writer computes the parts that do not depend on the chain tip here and lets the
  * database finish them under the chain lock (see migration 0001, svc_audit_append); verify
@@ -19,23 +22,6 @@ import { canonicalJson } from '../../shared/canonical-json.js';
 
 /** record_hash of records written before the chain existed; counted, never chained. */
 export const LEGACY_SENTINEL = 'LEGACY_PRE_AUDIT';
-
-/** The fields of content_hash, in order (decisions.md). */
-export const CONTENT_FIELDS = [
-  'chain_sequence',
-  'request_id',
-  'agent_id',
-  'task_type',
-  'request_params',
-  'intent_valid',
-  'validation_errors',
-  'context_bundle_ids',
-  'context_scd_ids',
-  'processing_time_ms',
-  'requested_at',
-  'chain_id',
-  'parent_request_id',
-] as const;
 
 /** One audit record's hashed fields, as stored. */
 export interface ChainFields {
@@ -74,7 +60,7 @@ export function recordContentTail(f: Pick<ChainFields, 'request_id' | 'agent_id'
 
 /**
  * The content netstrings of the fields after chain_sequence, from their canonical JSON texts
- * in CONTENT_FIELDS order (a caller that already holds some of the texts passes them).
+ * in content order (a caller that already holds some of the texts passes them).
  */
 export function contentTailOf(canonicalTexts: readonly string[]): string {
   let out = '';
@@ -83,7 +69,7 @@ export function contentTailOf(canonicalTexts: readonly string[]): string {
 }
 
 /** The content netstrings of every field after chain_sequence. */
-export function contentTail(f: Omit<ChainFields, 'chain_sequence'>): string {
+function contentTail(f: Omit<ChainFields, 'chain_sequence'>): string {
   return contentTailOf([
     JSON.stringify(f.request_id),
     canonicalJson(f.agent_id),
@@ -105,7 +91,7 @@ export function computeRecordHash(f: ChainFields, previousHash: string): string 
   return sha256Hex(String(f.chain_sequence) + recordContentTail(f, f.requested_at.toISOString()) + previousHash);
 }
 
-/** content_hash = SHA-256(previous content_hash + netstrings of CONTENT_FIELDS). */
+/** content_hash = SHA-256(previous content_hash + netstrings of the fields in content order). */
 export function computeContentHash(f: ChainFields, previousContentHash: string): string {
   return sha256Hex(previousContentHash + netstring(String(f.chain_sequence)) + contentTail(f));
 }
@@ -119,6 +105,7 @@ export function storableText(s: string): string {
   // String.prototype.toWellFormed is in Node 20; TypeScript's ES2022 lib does not declare it.
   const str = s as string & { isWellFormed(): boolean; toWellFormed(): string };
   const w = str.isWellFormed() ? s : str.toWellFormed();
+  // eslint-disable-next-line no-control-regex -- NUL is matched on purpose: PostgreSQL text cannot store U+0000, so it is replaced
   return w.includes('\u0000') ? w.replace(/\u0000/g, '\uFFFD') : w;
 }
 

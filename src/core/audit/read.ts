@@ -29,7 +29,15 @@ function safeParse(s: string): unknown {
   }
 }
 
-export function toAuditRecord(r: Record<string, any>): AuditRecord {
+/** A row of COLUMNS as the drivers return it: jsonb may arrive as text, requested_at as a Date. */
+type AuditRow = Omit<AuditRecord, 'request_params' | 'validation_errors' | 'requested_at' | 'chain_sequence'> & {
+  request_params: unknown;
+  validation_errors: unknown;
+  requested_at: Date;
+  chain_sequence: number | string;
+};
+
+function toAuditRecord(r: AuditRow): AuditRecord {
   return {
     request_id: r.request_id,
     agent_id: r.agent_id ?? null,
@@ -40,7 +48,7 @@ export function toAuditRecord(r: Record<string, any>): AuditRecord {
     context_bundle_ids: r.context_bundle_ids ?? null,
     context_scd_ids: r.context_scd_ids ?? null,
     processing_time_ms: r.processing_time_ms ?? null,
-    requested_at: (r.requested_at as Date).toISOString(),
+    requested_at: r.requested_at.toISOString(),
     chain_sequence: Number(r.chain_sequence),
     previous_hash: r.previous_hash,
     record_hash: r.record_hash,
@@ -81,7 +89,7 @@ export async function listAuditRequests(ctx: AppContext, q: AuditQuery): Promise
   if (q.until !== undefined) add('requested_at < ?', toDate(q.until, 'until'));
   if (q.afterSequence !== undefined) add('chain_sequence > ?', q.afterSequence);
   params.push(q.limit);
-  const rows = await ctx.db.query(
+  const rows = await ctx.db.query<AuditRow>(
     `SELECT ${COLUMNS} FROM agent_context_requests ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY chain_sequence LIMIT $${params.length}`,
     params,
   );
@@ -91,14 +99,14 @@ export async function listAuditRequests(ctx: AppContext, q: AuditQuery): Promise
 
 /** The records of one multi-agent chain; 404 when none carries the id. */
 export async function getAuditChain(ctx: AppContext, chainId: string): Promise<AuditChain> {
-  const rows = await ctx.db.query(`SELECT ${COLUMNS} FROM agent_context_requests WHERE chain_id = $1 ORDER BY chain_sequence`, [chainId]);
+  const rows = await ctx.db.query<AuditRow>(`SELECT ${COLUMNS} FROM agent_context_requests WHERE chain_id = $1 ORDER BY chain_sequence`, [chainId]);
   if (!rows.length) throw new AppError('not_found', 'No audit record carries this chain_id');
   return { chain_id: chainId, records: rows.map(toAuditRecord) };
 }
 
 /** Up to `limit` records after `after`, in order (the SSE stream's reads). */
 export async function readAuditAfter(ctx: Pick<AppContext, 'db'>, after: number, limit: number): Promise<AuditRecord[]> {
-  const rows = await ctx.db.query(`SELECT ${COLUMNS} FROM agent_context_requests WHERE chain_sequence > $1 ORDER BY chain_sequence LIMIT $2`, [after, limit]);
+  const rows = await ctx.db.query<AuditRow>(`SELECT ${COLUMNS} FROM agent_context_requests WHERE chain_sequence > $1 ORDER BY chain_sequence LIMIT $2`, [after, limit]);
   return rows.map(toAuditRecord);
 }
 

@@ -216,7 +216,7 @@ export class AuditWriter {
  * refused or altered by PostgreSQL, so every string is normalized first (see storableText).
  * `task_type` is capped so that a rejected oversized body cannot bloat the log.
  */
-export function normalizeEntry(e: AuditEntry): AuditEntry {
+function normalizeEntry(e: AuditEntry): AuditEntry {
   const text = (s: string | null, max: number) => (s === null ? null : storableText(s.length > max ? s.slice(0, max) : s));
   // A non-finite time is stored as NULL (as the hashes of stored records took it); canonical JSON refuses it.
   const ms = e.processingTimeMs;

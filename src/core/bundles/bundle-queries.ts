@@ -55,18 +55,19 @@ export async function listBundles(ctx: AppContext, q: { type?: string; limit: nu
 export async function getBundleVersion(ctx: AppContext, id: string, version: string): Promise<BundleVersionDetail> {
   const [r] = await ctx.db.orm.select().from(bundles).where(and(eq(bundles.bundle_id, id), eq(bundles.version, version)));
   if (!r) throw new AppError('not_found', `Bundle ${id} version ${version} does not exist`);
-  const m = r.manifest as Record<string, any>;
+  // The manifest was checked against the contract when it was published.
+  const m = r.manifest as Record<string, unknown>;
   return {
     id: r.bundle_id,
     type: r.bundle_type,
     version: r.version,
     title: r.title ?? '',
     description: r.description,
-    scds: Array.isArray(m.scds) ? m.scds : [],
-    imports: Array.isArray(m.imports) ? m.imports : [],
+    scds: Array.isArray(m.scds) ? (m.scds as BundleVersionDetail['scds']) : [],
+    imports: Array.isArray(m.imports) ? (m.imports as BundleVersionDetail['imports']) : [],
     manifest: m,
-    applies_to: m.applies_to ?? null,
-    provenance: m.provenance ?? {},
+    applies_to: (m.applies_to as BundleVersionDetail['applies_to'] | undefined) ?? null,
+    provenance: (m.provenance as BundleVersionDetail['provenance'] | undefined) ?? {},
     schema_version: r.schema_version,
     validation_status: r.validation_status,
     validation_errors: (r.validation_errors as BundleVersionDetail['validation_errors']) ?? null,

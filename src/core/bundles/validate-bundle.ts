@@ -20,7 +20,7 @@ import { parseRef, SCD_ID_RE } from '../graph/refs.js';
 /** One problem of a bundle: the contract's ValidationIssue (with `reference` and `severity`). */
 export type Issue = ValidationIssue;
 
-export interface ScdSource {
+interface ScdSource {
   document: Record<string, unknown>;
   yaml: string;
   /** Where the content came from: this payload, or a stored bundle version. */
@@ -36,18 +36,18 @@ export interface BundleCheck {
   scds: Map<string, ScdSource>;
 }
 
-const isObject = (v: unknown): v is Record<string, any> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
 
 /** YAML text of an SCD as delivered to agents (no line folding, key order as posted). */
-export const toYaml = (doc: unknown): string => YAML.stringify(doc, { lineWidth: 0 });
+const toYaml = (doc: unknown): string => YAML.stringify(doc, { lineWidth: 0 });
 
 /** The value a JSON pointer under the body names, when it is a string (for `reference`). */
 function referenceAt(body: unknown, path: string): string | undefined {
-  let cur: any = body;
+  let cur: unknown = body;
   for (const seg of path.split('/').slice(1)) {
     if (cur === null || typeof cur !== 'object') return undefined;
-    cur = cur[seg.replace(/~1/g, '/').replace(/~0/g, '~')];
+    cur = (cur as Record<string, unknown>)[seg.replace(/~1/g, '/').replace(/~0/g, '~')];
   }
   return typeof cur === 'string' ? cur : undefined;
 }
@@ -59,7 +59,7 @@ const fromFinding = (f: Finding, prefix: string, body: unknown): Issue => {
 };
 
 /** The manifest as stored and as the SCS rules see it: the posted body without `documents`. */
-export function manifestOf(body: Record<string, any>): Record<string, unknown> {
+export function manifestOf(body: Record<string, unknown>): Record<string, unknown> {
   const { documents: _documents, ...manifest } = body;
   return manifest;
 }
@@ -112,7 +112,7 @@ export async function checkBundleInput(db: Db, body: unknown): Promise<BundleChe
   }
 
   // --- documents: unique, listed, and each checked by the SCS SCD rules (findings only) ---
-  const docById = new Map<string, { doc: Record<string, any>; index: number }>();
+  const docById = new Map<string, { doc: Record<string, unknown>; index: number }>();
   documents.forEach((d, i) => {
     if (!isObject(d) || typeof d.id !== 'string') return;
     const path = `/body/documents/${i}`;

@@ -19,10 +19,12 @@ import { PgDatabase, PgDialect, type PgQueryResultHKT, type PgSession } from 'dr
 import { PostgresJsSession } from 'drizzle-orm/postgres-js/session';
 import { AppError } from '../../shared/errors.js';
 
-export type Row = Record<string, any>;
+/** A raw query's row: its columns are known only to the SQL text; callers name them with `query<T>`. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- raw SQL rows from postgres.js/PGlite are untyped; `unknown` would make every existing `query<T>` row type incompatible
+type Row = Record<string, any>;
 
 /** The drizzle query builder of a `Db` (no relational schema: tables are imported from ./schema). */
-export type Orm = PgDatabase<PgQueryResultHKT>;
+type Orm = PgDatabase<PgQueryResultHKT>;
 
 export interface Db {
   readonly kind: 'pglite' | 'postgres';
@@ -63,7 +65,7 @@ export async function openDb(opts: OpenDbOptions): Promise<Db> {
   const { PgliteSession } = await import('drizzle-orm/pglite/session');
   const pg = dir ? new PGlite(dir) : new PGlite();
   await pg.waitReady;
-  return pgliteDb(pg, pg, false, (client) => new PgliteSession(client as any, dialect, undefined));
+  return pgliteDb(pg, pg, false, (client) => new PgliteSession(client as PGlite, dialect, undefined));
 }
 
 type PgliteClient = { query: PGlite['query']; exec: PGlite['exec'] };
@@ -122,7 +124,7 @@ async function openPostgres(opts: OpenDbOptions): Promise<Db> {
       // `$n::jsonb` takes JSON text, as on PGlite: postgres.js would JSON.stringify a string
       // again and store a JSON string scalar. Objects are still serialized.
       json: { to: 114, from: [114, 3802], parse: (x: string) => JSON.parse(x), serialize: (x: unknown) => (typeof x === 'string' ? x : JSON.stringify(x)) },
-    } as any,
+    },
     prepare: true,
     connection: { application_name: 'svc' },
   });
@@ -145,7 +147,7 @@ function postgresDb(root: postgres.Sql, q: postgres.Sql | postgres.TransactionSq
     pglite: null,
     async query<T extends Row>(text: string, params: unknown[] = []) {
       try {
-        return (await q.unsafe(text, params.map(normalizeParam) as any[])) as unknown as T[];
+        return (await q.unsafe(text, params.map(normalizeParam) as postgres.ParameterOrJSON<never>[])) as unknown as T[];
       } catch (e) {
         throw mapDbError(e);
       }
@@ -157,10 +159,10 @@ function postgresDb(root: postgres.Sql, q: postgres.Sql | postgres.TransactionSq
         throw mapDbError(e);
       }
     },
-    async tx(fn) {
+    async tx<T>(fn: (db: Db) => Promise<T>) {
       if (inTx) return fn(db);
       try {
-        return (await root.begin((t) => fn(postgresDb(root, t, true)))) as any;
+        return (await root.begin((t) => fn(postgresDb(root, t, true)))) as T;
       } catch (e) {
         throw mapDbError(e);
       }
@@ -195,13 +197,13 @@ function ormOver(session: PgSession): Orm {
 }
 
 /** The immutability trigger's message (migration 0001). */
-export const AUDIT_IMMUTABLE_MESSAGE = 'Audit records are immutable';
+const AUDIT_IMMUTABLE_MESSAGE = 'Audit records are immutable';
 
 /**
  * Maps PostgreSQL errors to domain errors, in this one place. Unknown errors pass through
  * untouched (the edge answers an opaque 500 and logs them).
  */
-export function mapDbError(e: unknown): unknown {
+function mapDbError(e: unknown): unknown {
   // drizzle wraps the driver's error with the query text and parameters: map the driver's
   // own, and pass that one on when unmapped (parameters may carry key hashes).
   if (e instanceof DrizzleQueryError && e.cause) e = e.cause;

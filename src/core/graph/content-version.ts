@@ -17,17 +17,11 @@ export const CONTENT_CHANGES_CHANNEL = 'svc:content-changes';
 export const CONTENT_CHECK_MS = 1000;
 
 /**
- * Bumps the counter inside the caller's transaction and returns the new version. Call it
- * first in a content write: its row lock serializes content writers, so checks made after
- * it (version conflicts, cycles through unpinned imports) see every committed write.
- */
-export async function bumpContentVersion(t: Db): Promise<number> {
-  return (await bumpVersions(t, false)).version;
-}
-
-/**
- * As bumpContentVersion, also answering `bundlesVersion`, which moves only when
- * `bundles` is true (a write to the bundles table: publish, deactivate).
+ * Bumps the counter inside the caller's transaction and returns the new version, with
+ * `bundlesVersion`, which moves only when `bundles` is true (a write to the bundles table:
+ * publish, deactivate). Call it first in a content write: its row lock serializes content
+ * writers, so checks made after it (version conflicts, cycles through unpinned imports)
+ * see every committed write.
  */
 export async function bumpVersions(t: Db, bundles: boolean): Promise<{ version: number; bundlesVersion: number }> {
   const [row] = await t.orm

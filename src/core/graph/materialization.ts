@@ -10,10 +10,10 @@
  */
 import type { AppContext } from '../../shared/app-context.js';
 import type { Db } from '../db/index.js';
-export type { ScdEntry, Snapshot, Universe } from './snapshot.js';
+export type { Snapshot, Universe } from './snapshot.js';
 import { buildSnapshot, type BundleContent } from './build-snapshot.js';
 import type { LRUCache } from 'lru-cache';
-import { boundedCache, type ScdEntry, type Snapshot, type Universe } from './snapshot.js';
+import { boundedCache, type Snapshot } from './snapshot.js';
 import { CONTENT_CHANGES_CHANNEL, CONTENT_CHECK_MS, onContentChange, readContentVersion } from './content-version.js';
 
 /** The named bounded cache of a snapshot (least recently used entries dropped past MAX_CACHE_ENTRIES), dropped with it. */

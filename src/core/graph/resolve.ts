@@ -23,7 +23,7 @@ export interface BundleHead {
   imports: string[];
 }
 
-export interface ResolvedBundle extends BundleHead {
+interface ResolvedBundle extends BundleHead {
   ref: string;
   /** The pinned refs this version's imports resolved to, in manifest order. */
   resolvedImports: string[];

@@ -10,7 +10,7 @@ import { and, eq, isNotNull, lte } from 'drizzle-orm';
 import { agentApiKeys } from '../db/schema/index.js';
 import { invalidateKeys } from './key-cache.js';
 
-export const EXPIRY_REVOKED_BY = 'system:expiry-job';
+const EXPIRY_REVOKED_BY = 'system:expiry-job';
 
 /** One run; returns the number of keys it expired. */
 export async function expireKeys(ctx: AppContext): Promise<number> {

@@ -6,7 +6,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
-export const KEY_RANDOM_CHARS = 40;
+const KEY_RANDOM_CHARS = 40;
 export const KEY_PREFIX_LENGTH = 8;
 /** What a presented key must look like; anything else is refused without a lookup. */
 export const KEY_SHAPE = /^sk_[A-Za-z0-9]{40,200}$/;

@@ -6,7 +6,7 @@
  */
 import type { AppContext } from '../../shared/app-context.js';
 
-export const USAGE_FLUSH_MS = 5_000;
+const USAGE_FLUSH_MS = 5_000;
 
 export class KeyUsage {
   private pending = new Map<string, Date>();

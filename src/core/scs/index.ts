@@ -8,14 +8,13 @@ import type { Finding } from './rules.js';
 import { checkScd } from './scd.js';
 import { schemaFindings } from './schemas.js';
 
-export type { Finding, BundleType, ScdTier } from './rules.js';
+export type { Finding, BundleType } from './rules.js';
 export {
-  BUNDLE_TYPES, SCD_TIERS, BUNDLE_ID_RE, BUNDLE_VERSION_RE, SEMVER_RE, IMPORT_RE, SCD_ID_RE,
-  RELATIONSHIP_TYPES, ALLOWED_IMPORTS, parseImport, scdTier,
+  BUNDLE_TYPES, BUNDLE_ID_RE, BUNDLE_VERSION_RE, SCD_ID_RE, ALLOWED_IMPORTS, parseImport, scdTier,
 } from './rules.js';
-export { checkBundle, type CheckBundleOptions } from './bundle.js';
+export { checkBundle } from './bundle.js';
 export { checkScd } from './scd.js';
-export { checkProject, classifyDocument, findCycles, type DocumentKind } from './project.js';
+export { checkProject, classifyDocument, type DocumentKind } from './project.js';
 
 /** Checks one document of any kind (bundle, SCD, domain manifest); an unknown kind is an error. */
 export function checkDocument(doc: unknown, opts: { strict: boolean; file?: string }): { kind: DocumentKind; findings: Finding[] } {

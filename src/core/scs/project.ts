@@ -142,7 +142,7 @@ function importCycles(bundles: LoadedBundle[], byId: Map<string, LoadedBundle[]>
 }
 
 /** Every elementary cycle found by DFS, each reported once (rotated to start at its smallest id). */
-export function findCycles(edges: Map<string, string[]>): string[][] {
+function findCycles(edges: Map<string, string[]>): string[][] {
   const cycles = new Map<string, string[]>();
   const state = new Map<string, 1 | 2>();
   const stack: string[] = [];

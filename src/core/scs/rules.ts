@@ -20,14 +20,12 @@ export const SCD_TIERS = ['meta', 'standards', 'project'] as const;
 export type ScdTier = (typeof SCD_TIERS)[number];
 
 export const BUNDLE_ID_RE = /^bundle:[a-zA-Z0-9._-]+$/;
-/** Bundle version: semver X.Y.Z or DRAFT (bundle-rules version_pattern). */
+/** Bundle and SCD version: semver X.Y.Z or DRAFT (bundle-rules and scd-rules version_pattern). */
 export const BUNDLE_VERSION_RE = /^(\d+\.\d+\.\d+|DRAFT)$/;
 export const SEMVER_RE = /^\d+\.\d+\.\d+$/;
 /** Import reference: `bundle:<name>` or `bundle:<name>:<X.Y.Z>` (bundle-rules import_pattern). */
-export const IMPORT_RE = /^bundle:([a-zA-Z0-9._-]+)(?::(\d+\.\d+\.\d+))?$/;
+const IMPORT_RE = /^bundle:([a-zA-Z0-9._-]+)(?::(\d+\.\d+\.\d+))?$/;
 export const SCD_ID_RE = /^scd:(meta|standards|project):[a-zA-Z0-9._-]+$/;
-/** SCD version (scd-rules version_pattern). */
-export const SCD_VERSION_RE = BUNDLE_VERSION_RE;
 
 export const BUNDLE_REQUIRED = ['id', 'type', 'version', 'title', 'description', 'imports', 'scds', 'provenance'] as const;
 export const SCD_IDENTITY_FIELDS = ['id', 'type', 'title', 'version'] as const;

@@ -5,7 +5,7 @@
  * per-document relationship rules (known type, tier constraints, no self reference).
  */
 import {
-  type Finding, RELATIONSHIP_TIERS, RELATIONSHIP_TYPES, SCD_ID_RE, SCD_IDENTITY_FIELDS, SCD_TIERS, SCD_VERSION_RE,
+  type Finding, RELATIONSHIP_TIERS, RELATIONSHIP_TYPES, SCD_IDENTITY_FIELDS, SCD_TIERS, BUNDLE_VERSION_RE,
   type ScdTier, isObject, ptr, scdTier,
 } from './rules.js';
 import { schemaFindings } from './schemas.js';
@@ -39,7 +39,7 @@ export function checkScd(doc: unknown, opts: { strict: boolean; file?: string })
 
   if (!opts.strict) return out;
 
-  if (typeof doc.version === 'string' && !SCD_VERSION_RE.test(doc.version)) {
+  if (typeof doc.version === 'string' && !BUNDLE_VERSION_RE.test(doc.version)) {
     add('/version', 'version_pattern', `version '${doc.version}' must be DRAFT or a semantic version X.Y.Z`);
   }
   if (typeof doc.title === 'string' && doc.title.length > 200) add('/title', 'field_length', 'title must be at most 200 characters');
@@ -82,5 +82,3 @@ function relationships(id: string | null, tier: ScdTier | null, rels: unknown[],
   });
 }
 
-/** SCD id pattern, re-exported for callers that classify documents. */
-export { SCD_ID_RE };

@@ -64,7 +64,7 @@ export async function loadTagContext(db: Db, tag: string): Promise<TagContext | 
 }
 
 /** Every SCD of the given bundle versions, in their order (first occurrence of an id wins). */
-export async function loadScdContents(db: Db, bundleRefs: string[]): Promise<{ scdIds: string[]; scdContent: Record<string, string> }> {
+async function loadScdContents(db: Db, bundleRefs: string[]): Promise<{ scdIds: string[]; scdContent: Record<string, string> }> {
   const scdIds: string[] = [];
   const scdContent: Record<string, string> = {};
   if (!bundleRefs.length) return { scdIds, scdContent };

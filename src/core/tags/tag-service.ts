@@ -47,7 +47,7 @@ async function checkTarget(t: Db, bundleId: string, version: string): Promise<vo
 }
 
 /** The flattened graph as YAML: the tag, the resolved bundles and every SCD document, in resolution order. */
-export async function buildContextYaml(t: Db, tag: string, res: Resolution, root: string): Promise<string> {
+async function buildContextYaml(t: Db, tag: string, res: Resolution, root: string): Promise<string> {
   const order = res.order;
   const ids = order.map((r) => r.slice(0, r.lastIndexOf(':')));
   const versions = order.map((r) => r.slice(r.lastIndexOf(':') + 1));

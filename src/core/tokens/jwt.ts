@@ -8,13 +8,13 @@
 import { randomUUID } from 'node:crypto';
 import { SignJWT, jwtVerify, errors as joseErrors } from 'jose';
 
-export const TOKEN_ISSUER = 'svc-control-plane';
-export const WEBHOOK_AUDIENCE = 'svc-context-webhook';
-export const SUBSCRIBE_AUDIENCE = 'svc-subscribe';
+const TOKEN_ISSUER = 'svc-control-plane';
+const WEBHOOK_AUDIENCE = 'svc-context-webhook';
+const SUBSCRIBE_AUDIENCE = 'svc-subscribe';
 /** A webhook call's token lives at most this long (`exp - iat`). */
-export const WEBHOOK_MAX_LIFETIME_S = 300;
+const WEBHOOK_MAX_LIFETIME_S = 300;
 /** A Subscribe token lives at most this long (the contract's `ttl_seconds` maximum). */
-export const SUBSCRIBE_MAX_LIFETIME_S = 86_400;
+const SUBSCRIBE_MAX_LIFETIME_S = 86_400;
 
 const keyOf = (secret: string) => new TextEncoder().encode(secret);
 

@@ -9,14 +9,14 @@
 import type { ErrorBody, ValidationIssue } from '../errors.js';
 
 /** What openapi-typescript emits for one operation (`operations[id]`). */
-export interface OperationShape {
+interface OperationShape {
   parameters: { query?: unknown; header?: unknown; path?: unknown; cookie?: unknown };
   requestBody?: unknown;
   responses: object;
 }
 
 /** No fields: reading any property of it fails typecheck (`{}` rather than an index signature). */
-export type NoFields = Record<never, never>;
+type NoFields = Record<never, never>;
 
 /** A parameter group (`path?: never` or `query?: {...}`) as the edge hands it over: always an object. */
 type Fields<T> = [NonNullable<T>] extends [never] ? NoFields : NonNullable<T>;
@@ -24,10 +24,10 @@ type Fields<T> = [NonNullable<T>] extends [never] ? NoFields : NonNullable<T>;
 /** The JSON body of a request body or response object; never for another media type. */
 type JsonOf<T> = T extends { content: infer C } ? ('application/json' extends keyof C ? C['application/json' & keyof C] : never) : undefined;
 
-export type PathParams<Op extends OperationShape> = Fields<Op['parameters']['path']>;
-export type QueryParams<Op extends OperationShape> = Fields<Op['parameters']['query']>;
+type PathParams<Op extends OperationShape> = Fields<Op['parameters']['path']>;
+type QueryParams<Op extends OperationShape> = Fields<Op['parameters']['query']>;
 /** The validated JSON body; `undefined` when the operation has none, or may be sent without one. */
-export type RequestBody<Op extends OperationShape> =
+type RequestBody<Op extends OperationShape> =
   | JsonOf<NonNullable<Op['requestBody']>>
   | (undefined extends Op['requestBody'] ? undefined : never);
 
@@ -70,7 +70,7 @@ type ReplyFor<S, R> = [JsonOf<R>] extends [never]
     : { status: S; body: JsonOf<R>; headers?: Headers };
 
 /** The union, over an operation's declared statuses, of `{status, body}` with that status's body. */
-export type Reply<Op extends OperationShape> = { [S in keyof Op['responses']]: ReplyFor<S, Op['responses'][S]> }[keyof Op['responses']];
+type Reply<Op extends OperationShape> = { [S in keyof Op['responses']]: ReplyFor<S, Op['responses'][S]> }[keyof Op['responses']];
 
 declare const errorBrand: unique symbol;
 /**
@@ -85,7 +85,7 @@ export type ErrorReply = { status: number; body: ErrorBody; headers?: Headers } 
  * What a handler answers: a declared reply, an error reply, or a ready Response (a stream,
  * or bytes the context API encodes itself), which is not checked.
  */
-export type HandlerResult<Op extends OperationShape> = Reply<Op> | ErrorReply | Response;
+type HandlerResult<Op extends OperationShape> = Reply<Op> | ErrorReply | Response;
 
 /** The answer of a hook that runs outside one operation's typing (any status, any body). */
 export type UncheckedResult = { status: number; body?: unknown; headers?: Headers } | Response;

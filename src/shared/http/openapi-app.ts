@@ -13,7 +13,7 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import { OpenAPIBackend, type Context as OaContext } from 'openapi-backend';
+import { OpenAPIBackend, type Context as OaContext, type Document as OaDocument } from 'openapi-backend';
 import addFormats from 'ajv-formats';
 import { AppError, type ValidationIssue } from '../errors.js';
 export type { ValidationIssue } from '../errors.js';
@@ -22,19 +22,7 @@ import type { ErrorReply, Handlers, OperationsShape, UncheckedRequest, Unchecked
 
 export const BODY_LIMIT_BYTES = 16 * 1024 * 1024;
 
-export type {
-  ErrorReply,
-  HandlerResult,
-  Handlers,
-  OperationHandler,
-  OperationShape,
-  OperationsShape,
-  Reply,
-  RequestInfo,
-  UncheckedRequest,
-  UncheckedResult,
-  ValidationFailHandler,
-} from './contract-types.js';
+export type { ErrorReply, OperationHandler, OperationsShape, RequestInfo, UncheckedRequest } from './contract-types.js';
 
 /**
  * The edge's view of a handler: any request, any result. The one place the typed handlers
@@ -45,7 +33,7 @@ type AnyHandler<C> = (req: UncheckedRequest, ctx: C, oa: OaContext) => Promise<U
 
 export interface OpenApiAppOptions<Ops extends OperationsShape<Ops>, C> {
   /** Path of the OpenAPI document, or the parsed document. */
-  definition: string | Record<string, any>;
+  definition: string | Record<string, unknown>;
   handlers: Handlers<Ops, C, OaContext>;
   ctx: C;
   logger: Logger;
@@ -61,7 +49,7 @@ export interface OpenApiAppOptions<Ops extends OperationsShape<Ops>, C> {
 const sha256 = (s: string) => createHash('sha256').update(s).digest();
 
 /** Constant-time comparison of a presented secret with the configured one. */
-export function secretEquals(presented: string | undefined | null, expected: string): boolean {
+function secretEquals(presented: string | undefined | null, expected: string): boolean {
   if (!expected || typeof presented !== 'string') return false;
   return timingSafeEqual(sha256(presented), sha256(expected));
 }
@@ -72,7 +60,7 @@ export function errorResult(err: AppError, extraHeaders?: Record<string, string>
 }
 
 
-function formatValidationErrors(errors: any[] | null | undefined): ValidationIssue[] {
+function formatValidationErrors(errors: NonNullable<OaContext['validation']>['errors']): ValidationIssue[] {
   return (errors ?? []).slice(0, 50).map((e) => {
     let p = String(e.instancePath ?? '')
       .replace(/^\/requestBody/, '/body')
@@ -92,7 +80,7 @@ function formatValidationErrors(errors: any[] | null | undefined): ValidationIss
  */
 export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts: OpenApiAppOptions<Ops, C>): Promise<Hono> {
   const { logger, ctx } = opts;
-  const api = new OpenAPIBackend({ definition: opts.definition as any, strict: true, validate: true, coerceTypes: true, quick: false, ajvOpts: { allErrors: true, strict: false } as any,
+  const api = new OpenAPIBackend({ definition: opts.definition as string | OaDocument, strict: true, validate: true, coerceTypes: true, quick: false, ajvOpts: { allErrors: true, strict: false },
     // Formats (date-time, uuid, uri) are checked, not ignored.
     customizeAjv: (ajv) => {
       (addFormats as unknown as (a: unknown) => void)(ajv);
@@ -129,7 +117,7 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
   const adminConfigured = opts.adminKey.length > 0;
   // Agent keys and bearer tokens are checked by the handlers themselves: the context API
   // answers its own error body and audits refused requests. Only AdminKey is checked here.
-  for (const name of Object.keys((api.definition as any).components?.securitySchemes ?? {})) {
+  for (const name of Object.keys(api.definition.components?.securitySchemes ?? {})) {
     api.registerSecurityHandler(name, name === 'AdminKey' ? (c) => adminConfigured && secretEquals(c.request.headers['x-admin-key'] as string, opts.adminKey) : () => true);
   }
 
@@ -140,7 +128,7 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
     unauthorizedHandler: () =>
       adminConfigured ? errorResult(new AppError('auth_failed', 'Invalid admin API key')) : errorResult(new AppError('unavailable', 'Admin API not configured')),
     validationFail: (c: OaContext, raw: Request, requestId: string, body: unknown) => {
-      const errors = formatValidationErrors(c.validation?.errors as any[]);
+      const errors = formatValidationErrors(c.validation?.errors);
       const special = validationFail[c.operation.operationId!];
       if (special) return special(toReq(c, raw, requestId, body), ctx, errors);
       return errorResult(new AppError('validation_error', 'The request does not match the contract', { details: { errors } }));
@@ -229,7 +217,7 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
 
 function safeMatch(api: OpenAPIBackend, method: string, path: string) {
   try {
-    return api.router.matchOperation({ method, path, headers: {} } as any) || undefined;
+    return api.router.matchOperation({ method, path, headers: {} }) || undefined;
   } catch {
     return undefined;
   }

@@ -11,7 +11,7 @@ import type { components } from '../../../gen/openapi/telemetry.js';
 /** The six fields, and nothing else, that ever leave the deployment (contract: BeaconPayload). */
 export type BeaconPayload = components['schemas']['BeaconPayload'];
 
-export const PAYLOAD_FIELDS = ['active_agent_count', 'agent_count', 'deployment_id', 'license_key_hash', 'reported_at', 'scp_version'] as const;
+const PAYLOAD_FIELDS = ['active_agent_count', 'agent_count', 'deployment_id', 'license_key_hash', 'reported_at', 'scp_version'] as const;
 
 /** Counts kept in the local log only (never transmitted). */
 export interface ReportCounts {

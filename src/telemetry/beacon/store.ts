@@ -10,7 +10,7 @@ import type { components } from '../../../gen/openapi/telemetry.js';
 import { pickPayload, type BeaconPayload, type ReportCounts } from './payload.js';
 
 export type ReportStatus = 'pending' | 'retrying' | 'sent' | 'failed';
-export type ReportTrigger = 'schedule' | 'manual';
+type ReportTrigger = 'schedule' | 'manual';
 
 /** A log entry as the contract shows it. */
 export type LogEntry = components['schemas']['TelemetryLogEntry'];

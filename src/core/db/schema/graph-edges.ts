@@ -1,6 +1,6 @@
 import { bigserial, jsonb, pgTable, text, unique } from 'drizzle-orm/pg-core';
 
-export const EDGE_TYPES = [
+const EDGE_TYPES = [
   'CONTAINS', 'IMPORTS', 'APPLIES_TO', 'GOVERNED_BY', 'REFERENCES',
   'ON_FORMULARY', 'IN_NETWORK', 'REQUIRES_PRIOR_AUTH',
   'HAS_ROLE', 'HAS_OVERRIDE', 'HAS_RESTRICTION',

@@ -19,7 +19,7 @@ export { bundleScds } from './bundle-scds.js';
 export { contentVersion } from './content-version.js';
 export { contextServiceEvents } from './context-service-events.js';
 export { deployments } from './deployments.js';
-export { graphEdges, EDGE_TYPES } from './graph-edges.js';
+export { graphEdges } from './graph-edges.js';
 export { graphNodes } from './graph-nodes.js';
 export { mcpServers } from './mcp-servers.js';
 export { ruleHistory } from './rule-history.js';
