@@ -24,13 +24,19 @@ export type TagCreate = components['schemas']['TagCreate'];
 /** The body of `PUT /api/tags/{tag}` (the contract's TagUpdate: the new target). */
 export type TagMove = components['schemas']['TagUpdate'];
 
-const toTag = (r: typeof tags.$inferSelect): Tag => ({
+type TagColumns = typeof tags.$inferSelect;
+
+const toSummary = (r: Pick<TagColumns, 'tag_name' | 'bundle_id' | 'bundle_version' | 'description' | 'created_at' | 'updated_at'>): components['schemas']['TagSummary'] => ({
   tag: r.tag_name,
   bundle_id: r.bundle_id,
   bundle_version: r.bundle_version,
   description: r.description,
   created_at: r.created_at.toISOString(),
   updated_at: r.updated_at.toISOString(),
+});
+
+const toTag = (r: TagColumns): Tag => ({
+  ...toSummary(r),
   resolved_bundle_ids: r.resolved_bundle_ids,
   context_yaml: r.context_yaml ?? '',
 });
@@ -180,14 +186,7 @@ export async function listTags(ctx: AppContext, q: { limit: number; offset: numb
   // A page past the end carries no window count.
   if (total === undefined) total = (await ctx.db.orm.select({ n: count() }).from(tags))[0]!.n;
   return {
-    tags: rows.map((r) => ({
-      tag: r.tag_name,
-      bundle_id: r.bundle_id,
-      bundle_version: r.bundle_version,
-      description: r.description,
-      created_at: r.created_at.toISOString(),
-      updated_at: r.updated_at.toISOString(),
-    })),
+    tags: rows.map(toSummary),
     total: Number(total),
     limit: q.limit,
     offset: q.offset,
