@@ -95,6 +95,8 @@ async function httpLoad(external: boolean, base: string, path: string, opts: { b
 }
 
 export default async function contextBench(b: Bench): Promise<void> {
+  const corpusDir = benchCorpusDir(b.print);
+  if (!corpusDir) return;
   // wrk and h2load on PostgreSQL runs; the Node generator otherwise (see realRun's first line).
   const external = b.real && haveTool('wrk') && haveTool('h2load');
   const hello = await startHelloWorld();
@@ -105,8 +107,8 @@ export default async function contextBench(b: Bench): Promise<void> {
     return r;
   };
   try {
-    if (b.real) await realRun(b, external, helloRun);
-    else await embeddedRun(b, helloRun);
+    if (b.real) await realRun(b, corpusDir, external, helloRun);
+    else await embeddedRun(b, corpusDir, helloRun);
   } finally {
     hello.stop();
   }
@@ -121,7 +123,7 @@ function grpcFrame(apiKey: string): Buffer {
   return frame;
 }
 
-async function realRun(b: Bench, external: boolean, helloRun: (ms: number) => Promise<LoadResult>): Promise<void> {
+async function realRun(b: Bench, corpusDir: string, external: boolean, helloRun: (ms: number) => Promise<LoadResult>): Promise<void> {
   const DURATION = Number(process.env.BENCH_CONTEXT_MS ?? 8000);
   b.print(
     external
@@ -137,7 +139,7 @@ async function realRun(b: Bench, external: boolean, helloRun: (ms: number) => Pr
     const proc = await spawnApi(testDb.appUrl!, randomUUID(), { DATABASE_MIGRATION_URL: testDb.ownerUrl!, LOG_LEVEL: 'error' }, ['api', 'context-grpc'], NODE_ARGS);
     try {
       const call = caller(proc.url);
-      await publishCorpus(call, { workload, root: benchCorpusDir() });
+      await publishCorpus(call, { workload, root: corpusDir });
       const apiKey = await benchAgent(call);
       const body = JSON.stringify({ task_type: 'code_review' });
       const probe = await caller(proc.url)('api', 'POST', '/api/context', { apiKey, body: { task_type: 'code_review' } });
@@ -184,14 +186,14 @@ async function realRun(b: Bench, external: boolean, helloRun: (ms: number) => Pr
 }
 
 /** PGlite: the same paths in one process, smaller; figures are not the targets. */
-async function embeddedRun(b: Bench, helloRun: (ms: number) => Promise<LoadResult>): Promise<void> {
+async function embeddedRun(b: Bench, corpusDir: string, helloRun: (ms: number) => Promise<LoadResult>): Promise<void> {
   const DURATION = 3000;
   const hello = await helloRun(DURATION);
   b.print(`${fmt(hello.perSecond)} req/s | bare node:http hello-world (reference) | - | - | ${CLIENTS} clients`);
   const t = await startTestStack({ services: ['api', 'context-grpc'] });
   try {
     const call = caller(t.url('api'));
-    await publishCorpus(call, { workload: 'W1', root: benchCorpusDir() });
+    await publishCorpus(call, { workload: 'W1', root: corpusDir });
     const apiKey = await benchAgent(call);
     const before = await count(t.testDb.db);
     const { r, answered } = await httpLoad(false, t.url('api'), '/api/context', { body: JSON.stringify({ task_type: 'code_review' }), headers: { 'x-api-key': apiKey } }, DURATION, 1000);

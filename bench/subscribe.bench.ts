@@ -214,6 +214,8 @@ async function runPhase(b: Bench, t: TestStack, phase: Phase, o: { streams: numb
 }
 
 export default async function subscribeBench(b: Bench): Promise<void> {
+  const corpusDir = benchCorpusDir(b.print);
+  if (!corpusDir) return;
   const streams = b.real ? 1000 : 200;
   const moves = b.real ? 20 : 6;
   const connections = b.real ? 10 : 4;
@@ -221,7 +223,7 @@ export default async function subscribeBench(b: Bench): Promise<void> {
 
   const t = await startTestStack({ services: ['api', 'context-grpc'], env: { LOG_LEVEL: 'warn' } });
   try {
-    const corpus = await publishCorpus(t.call.bind(t) as any, { workload: 'W1', root: benchCorpusDir() });
+    const corpus = await publishCorpus(t.call.bind(t) as any, { workload: 'W1', root: corpusDir });
     // A second version of the project bundle (same imports) to move the tag between.
     const v1 = corpus.project.version;
     const v2 = semver.inc(v1, 'patch');
@@ -229,7 +231,7 @@ export default async function subscribeBench(b: Bench): Promise<void> {
     // publishCorpus publishes meta first and the domain just before the project.
     const meta = corpus.bundles[0]!;
     const domain = corpus.bundles[corpus.bundles.length - 2]!;
-    const project = corpusBundlePayload('project-bundle.yaml', benchCorpusDir());
+    const project = corpusBundlePayload('project-bundle.yaml', corpusDir);
     await mustCall(t, 'POST', '/api/bundles', { ...project, version: v2, imports: [meta, domain] });
 
     const run = Date.now().toString(36);
