@@ -15,10 +15,9 @@ import { createClient } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
 import { randomUUID } from 'node:crypto';
 import type { Bench } from './run.js';
-import { closedLoop, cpuSeconds, fmt, httpCaller, startHelloWorld, type LoadResult } from './load-gen.js';
+import { closedLoop, cpuSeconds, fmt, grpcFrame, httpCaller, startHelloWorld, type LoadResult } from './load-gen.js';
 import { h2loadGrpc, haveTool, wrkRun } from './external-load.js';
-import { create, toBinary } from '@bufbuild/protobuf';
-import { ContextService, RequestContextRequestSchema } from '../gen/proto/context_pb.js';
+import { ContextService } from '../gen/proto/context_pb.js';
 import { ADMIN_KEY, createTestDb, startTestStack, type TestDb } from '../test/harness.js';
 import { spawnApi } from '../test/audit/server-process.js';
 import { benchCorpusDir, publishCorpus } from '../test/fixtures/corpus.js';
@@ -112,15 +111,6 @@ export default async function contextBench(b: Bench): Promise<void> {
   } finally {
     hello.stop();
   }
-}
-
-/** The gRPC request frame (uncompressed flag, length, message) of RequestContext. */
-function grpcFrame(apiKey: string): Buffer {
-  const msg = toBinary(RequestContextRequestSchema, create(RequestContextRequestSchema, { apiKey, taskType: 'code_review' }));
-  const frame = Buffer.alloc(5 + msg.length);
-  frame.writeUInt32BE(msg.length, 1);
-  frame.set(msg, 5);
-  return frame;
 }
 
 async function realRun(b: Bench, corpusDir: string, external: boolean, helloRun: (ms: number) => Promise<LoadResult>): Promise<void> {

@@ -15,10 +15,8 @@ import http2 from 'node:http2';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { create, toBinary } from '@bufbuild/protobuf';
 import type { Bench } from './run.js';
-import { fmt, percentile } from './load-gen.js';
-import { RequestContextRequestSchema } from '../gen/proto/context_pb.js';
+import { fmt, grpcFrame, percentile } from './load-gen.js';
 import { ADMIN_KEY, createTestDb, startTestStack } from '../test/harness.js';
 import { spawnApi } from '../test/audit/server-process.js';
 import type { AbuseKind, AbuseOptions, AbuseResult } from '../test/context/h2-abuser.js';
@@ -115,14 +113,6 @@ async function helloTarget(): Promise<Target> {
   const child = spawn(process.execPath, ['-e', HELLO_H2], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   const port = await new Promise<number>((resolve) => child.once('message', (m) => resolve(Number(m))));
   return { name: 'bare node:http2 hello server (reference; node defaults)', port, headers: { ':method': 'POST', ':path': '/' }, body: Buffer.from('hi'), stop: async () => void child.kill('SIGKILL') };
-}
-
-function grpcFrame(apiKey: string): Buffer {
-  const msg = toBinary(RequestContextRequestSchema, create(RequestContextRequestSchema, { apiKey, taskType: 'code_review' }));
-  const frame = Buffer.alloc(5 + msg.length);
-  frame.writeUInt32BE(msg.length, 1);
-  frame.set(msg, 5);
-  return frame;
 }
 
 /** Port 8002's server with one agent and key and no content: the unary call is RequestContext (a small answer, audited). */

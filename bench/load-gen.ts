@@ -7,6 +7,8 @@
 import http from 'node:http';
 import fs from 'node:fs';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { create, toBinary } from '@bufbuild/protobuf';
+import { RequestContextRequestSchema } from '../gen/proto/context_pb.js';
 
 export interface LoadResult {
   requests: number;
@@ -122,3 +124,12 @@ export function peakRssMb(pid: number): number {
 }
 
 export const fmt = (n: number, d = 0) => (Number.isFinite(n) ? n.toFixed(d) : 'n/a');
+
+/** The gRPC request frame (uncompressed flag, length, message) of RequestContext. */
+export function grpcFrame(apiKey: string): Buffer {
+  const msg = toBinary(RequestContextRequestSchema, create(RequestContextRequestSchema, { apiKey, taskType: 'code_review' }));
+  const frame = Buffer.alloc(5 + msg.length);
+  frame.writeUInt32BE(msg.length, 1);
+  frame.set(msg, 5);
+  return frame;
+}

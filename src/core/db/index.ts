@@ -71,10 +71,14 @@ export async function openDb(opts: OpenDbOptions): Promise<Db> {
 type PgliteClient = { query: PGlite['query']; exec: PGlite['exec'] };
 
 function pgliteDb(root: PGlite, q: PgliteClient, inTx: boolean, session: (client: PgliteClient) => PgSession): Db {
+  // Built on first use: the audit writer's transactions (one per batch) never use drizzle.
+  let orm: Orm | undefined;
   const db: Db = {
     kind: 'pglite',
     inTransaction: inTx,
-    orm: ormOver(session(q)),
+    get orm() {
+      return (orm ??= ormOver(session(q)));
+    },
     raw: null,
     pglite: root,
     async query<T extends Row>(text: string, params: unknown[] = []) {
@@ -133,6 +137,8 @@ async function openPostgres(opts: OpenDbOptions): Promise<Db> {
 }
 
 function postgresDb(root: postgres.Sql, q: postgres.Sql | postgres.TransactionSql, inTx: boolean): Db {
+  // Built on first use (see pgliteDb).
+  let orm: Orm | undefined;
   const db: Db = {
     kind: 'postgres',
     inTransaction: inTx,
@@ -142,7 +148,9 @@ function postgresDb(root: postgres.Sql, q: postgres.Sql | postgres.TransactionSq
     // the client's own parsers drizzle's columns still map: a timestamptz arrives as a Date,
     // which drizzle's Date columns pass through; jsonb values drizzle sends are JSON text,
     // which the json serializer above passes as they are. (orm.test.ts checks both.)
-    orm: ormOver(new PostgresJsSession(q as postgres.Sql, dialect, undefined)),
+    get orm() {
+      return (orm ??= ormOver(new PostgresJsSession(q as postgres.Sql, dialect, undefined)));
+    },
     raw: root,
     pglite: null,
     async query<T extends Row>(text: string, params: unknown[] = []) {
