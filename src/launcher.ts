@@ -87,6 +87,7 @@ async function startOne(ctx: AppContext, name: ServiceName, portOverride?: numbe
         connect(new http2.Http2ServerRequest(stream, headers, {}, rawHeaders), new http2.Http2ServerResponse(stream));
       },
       (e) => ctx.logger.debug('grpc stream error', { error: e.message }),
+      h2IdleTimeoutMs(ctx.config.contextStream.heartbeatSeconds),
     );
     server = h2.server;
     await listening(server, wanted, host);
@@ -120,6 +121,14 @@ async function startOne(ctx: AppContext, name: ServiceName, portOverride?: numbe
       return closing;
     },
   };
+}
+
+/**
+ * How long an HTTP/2 session on 8002 may pass with no frame before it is destroyed: two
+ * Subscribe heartbeats and a minute (90 s by default), so a healthy stream never reaches it.
+ */
+function h2IdleTimeoutMs(heartbeatSeconds: number): number {
+  return (2 * heartbeatSeconds + 60) * 1000;
 }
 
 /**

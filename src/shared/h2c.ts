@@ -71,12 +71,18 @@ export interface H2cServer {
 export function createH2cServer(
   onStream: (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, rawHeaders: string[]) => void,
   onStreamError: (e: Error) => void,
+  idleTimeoutMs: number,
 ): H2cServer {
   const server = http2.createServer(H2C_OPTIONS);
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on('session', (session) => {
     sessions.add(session);
     session.once('close', () => sessions.delete(session));
+    // A session with no frame in or out for idleTimeoutMs is destroyed. Besides idle clients,
+    // this ends a flooding peer that left: once its unread ACKs fill our queue nghttp2 stops
+    // reading the socket, so the peer's close is never seen and the session would stay.
+    // Callers pass more than the Subscribe heartbeat, so an open stream is never idle.
+    session.setTimeout(idleTimeoutMs, () => session.destroy());
     // Session errors (a peer's protocol error, a socket reset) end the session; node emits
     // them as 'sessionError' on the server, which has no need of a listener.
   });
