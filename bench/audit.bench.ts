@@ -128,7 +128,9 @@ export default async function auditBench(b: Bench): Promise<void> {
     b.print(`${fmt(n / loadS)} records/s | chain generation with valid hashes + bulk load as owner (set-up, not a target) | ${n} records | ${db}`);
 
     if (b.real) {
-      const proc = await spawnApi(t.appUrl!, deploymentId, { DATABASE_MIGRATION_URL: t.ownerUrl!, LOG_LEVEL: 'error' });
+      // BENCH_NODE_ARGS: extra Node flags for the server, as in the context benchmark (--cpu-prof ...).
+      const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+      const proc = await spawnApi(t.appUrl!, deploymentId, { DATABASE_MIGRATION_URL: t.ownerUrl!, LOG_LEVEL: 'error' }, ['api'], nodeArgs);
       try {
         // The server's own connections (its pool's backends) and their CPU, from /proc: the
         // database is on the critical path too, and CPU per record shows through the noise
