@@ -13,8 +13,8 @@
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { SPEC_DIR } from './service-app.js';
 
@@ -48,7 +48,7 @@ let script: { body: Uint8Array<ArrayBuffer>; hash: string } | undefined;
 /** Redoc's bundle without its one remote URL, read on first use and shared by every service. */
 function redocScript(): { body: Uint8Array<ArrayBuffer>; hash: string } {
   if (!script) {
-    const file = createRequire(import.meta.url).resolve('redoc/bundles/redoc.standalone.js');
+    const file = fileURLToPath(import.meta.resolve('redoc/bundles/redoc.standalone.js'));
     const text = readFileSync(file, 'utf8');
     if (!text.includes(REMOTE_LOGO)) throw new Error(`${file}: the Redocly logo URL moved; check that the bundle loads nothing remote`);
     const body = new TextEncoder().encode(text.replaceAll(REMOTE_LOGO, '""'));
