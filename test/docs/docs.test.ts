@@ -37,16 +37,22 @@ async function get(url: string) {
   return { status: res.status, headers: res.headers, text: await res.text() };
 }
 
+let t: TestStack;
+beforeAll(async () => {
+  t = await startTestStack();
+});
+afterAll(async () => {
+  await t?.close();
+});
+
 describe.skipIf(!CHROMIUM)('API reference (/docs) in Chromium, offline', () => {
-  let t: TestStack;
   let browser: Browser;
   beforeAll(async () => {
-    t = await startTestStack();
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
   });
+  // Before the stack closes: the browser's keep-alive connections would fail its leak check.
   afterAll(async () => {
     await browser?.close();
-    await t?.close();
   });
 
   it.each(SERVICES)('%s: /docs renders %s with every operation, loading nothing from another host', async (service, file) => {
@@ -107,14 +113,6 @@ describe.skipIf(!CHROMIUM)('API reference (/docs) in Chromium, offline', () => {
 });
 
 describe('what /docs and /openapi.* answer', () => {
-  let t: TestStack;
-  beforeAll(async () => {
-    t = await startTestStack();
-  });
-  afterAll(async () => {
-    await t?.close();
-  });
-
   it.each(SERVICES)('%s: /openapi.json and /openapi.yaml are %s', async (service, file) => {
     const spec = specOf(file);
     const json = await get(`${t.url(service)}/openapi.json`);
