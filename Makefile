@@ -4,7 +4,7 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 SPECS := control-plane rules context-webhook telemetry collector
 
-.PHONY: install run test test-embedded test-real gen gen-check lint typecheck fuzz bench bench-tools clean
+.PHONY: install run test test-embedded test-real gen gen-check lint typecheck fuzz bench bench-tools browser clean
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -47,9 +47,19 @@ lint: install
 	echo "madge"; madge --circular --no-spinner --extensions ts --ts-config tsconfig.json src cli || status=1; \
 	exit $$status
 
+# Debian's chromium, when missing, for test/docs/docs.test.ts (the API reference opened in a
+# browser through playwright-core); where it cannot be installed (not root, no apt-get) that
+# test is skipped and prints why.
+browser:
+	@command -v chromium >/dev/null || \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	    { DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1 || \
+	      { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1; }; }; } || \
+	  echo "chromium could not be installed: test/docs/docs.test.ts is skipped" >&2
+
 # The whole suite on the embedded default (PGlite, in-process broker), then, when
 # DATABASE_URL / REDIS_URL are set, again on PostgreSQL and Redis.
-test: install typecheck
+test: install typecheck browser
 	@$(MAKE) --no-print-directory test-embedded
 	@if [ -n "$$DATABASE_URL" ]; then $(MAKE) --no-print-directory test-real; fi
 

@@ -1,5 +1,6 @@
 /** The control-plane API service (port 8000). */
 import type { operations } from '../../gen/openapi/control-plane.js';
+import { docsRoutes } from '../shared/http/docs.js';
 import { healthHandler, httpService } from '../shared/http/service-app.js';
 import { routes as agents } from './agents/routes.js';
 import { routes as keys } from './keys/routes.js';
@@ -24,5 +25,6 @@ export const apiService = httpService<operations>()({
     deployments,
     audit,
     context,
+    docsRoutes('Api', 'openapi-control-plane.yaml'),
   ],
 });

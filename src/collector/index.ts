@@ -1,5 +1,6 @@
 /** The collector store API (port 7002): no authentication, so bound to loopback by default. */
 import type { operations } from '../../gen/openapi/collector.js';
+import { docsRoutes } from '../shared/http/docs.js';
 import { healthHandler, httpService } from '../shared/http/service-app.js';
 import { routes as activity } from './activity/routes.js';
 
@@ -8,5 +9,5 @@ export const collectorService = httpService<operations>()({
   specFile: 'openapi-collector.yaml',
   port: (c) => c.ports.collector,
   host: (c) => c.collectorHost,
-  modules: [{ handlers: { getCollectorHealth: healthHandler('collector') } }, activity],
+  modules: [{ handlers: { getCollectorHealth: healthHandler('collector') } }, activity, docsRoutes('Collector', 'openapi-collector.yaml')],
 });

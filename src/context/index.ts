@@ -1,6 +1,7 @@
 /** The context service: gRPC on 8002 (RequestContext, Subscribe) and the tag-update webhook on 8003. */
 import type { GrpcServiceDef } from '../shared/service.js';
 import type { operations } from '../../gen/openapi/context-webhook.js';
+import { docsRoutes } from '../shared/http/docs.js';
 import { healthHandler, httpService } from '../shared/http/service-app.js';
 import { routes as webhook } from './webhook/routes.js';
 import { contextPreHandle, contextRoutes } from './grpc/routes.js';
@@ -10,7 +11,7 @@ export const contextWebhookService = httpService<operations>()({
   name: 'context-webhook',
   specFile: 'openapi-context-webhook.yaml',
   port: (c) => c.ports.contextWebhook,
-  modules: [{ handlers: { getWebhookHealth: healthHandler('context') } }, webhook],
+  modules: [{ handlers: { getWebhookHealth: healthHandler('context') } }, webhook, docsRoutes('Webhook', 'openapi-context-webhook.yaml')],
 });
 
 export const contextGrpcService: GrpcServiceDef = {

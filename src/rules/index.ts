@@ -1,5 +1,6 @@
 /** The rules engine service (port 8001). */
 import type { operations } from '../../gen/openapi/rules.js';
+import { docsRoutes } from '../shared/http/docs.js';
 import { healthHandler, httpService } from '../shared/http/service-app.js';
 import { routes as rules } from './rules/routes.js';
 
@@ -7,5 +8,5 @@ export const rulesService = httpService<operations>()({
   name: 'rules',
   specFile: 'openapi-rules.yaml',
   port: (c) => c.ports.rules,
-  modules: [{ handlers: { getRulesHealth: healthHandler('rules') } }, rules],
+  modules: [{ handlers: { getRulesHealth: healthHandler('rules') } }, rules, docsRoutes('Rules', 'openapi-rules.yaml')],
 });

@@ -1,5 +1,6 @@
 /** The telemetry service (port 8004). */
 import type { operations } from '../../gen/openapi/telemetry.js';
+import { docsRoutes } from '../shared/http/docs.js';
 import { healthHandler, httpService } from '../shared/http/service-app.js';
 import { routes as beacon } from './beacon/routes.js';
 
@@ -7,5 +8,5 @@ export const telemetryService = httpService<operations>()({
   name: 'telemetry',
   specFile: 'openapi-telemetry.yaml',
   port: (c) => c.ports.telemetry,
-  modules: [{ handlers: { getTelemetryHealth: healthHandler('telemetry') } }, beacon],
+  modules: [{ handlers: { getTelemetryHealth: healthHandler('telemetry') } }, beacon, docsRoutes('Telemetry', 'openapi-telemetry.yaml')],
 });
