@@ -5,14 +5,16 @@
  * create an agent, read a missing one, issue a key, request context over Connect, gRPC and
  * gRPC-Web and subscribe; what it did is checked here against the database. In-process,
  * `close()` must end the client's HTTP/2 session (the harness's teardown fails on a
- * connection left open) and leave a caller's own session manager alone.
+ * connection left open) and leave a caller's own session manager alone. The other REST
+ * clients send their credentials and read typed answers and errors.
  */
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createContextClient, Http2SessionManager, type ContextProtocol } from '@svc/client';
-import { ADMIN_KEY, startTestStack, type TestStack } from '../harness.js';
+import { createCollectorClient, createContextClient, createRulesClient, createTelemetryClient, createWebhookClient, Http2SessionManager, type ContextProtocol } from '@svc/client';
+import { signWebhookToken } from '../../src/core/tokens/jwt.js';
+import { ADMIN_KEY, JWT_SECRET, startTestStack, type TestStack } from '../harness.js';
 import { issueKey, makeAgent } from '../identity/fixtures.js';
 import { concern, deploy, publish, uid } from '../content/factories.js';
 
@@ -22,13 +24,15 @@ let t: TestStack;
 let roleId: string;
 let tag: string;
 let scdIds: string[];
+let bundleId: string;
 
 beforeAll(async () => {
-  t = await startTestStack({ services: ['api', 'context-grpc'] });
+  t = await startTestStack();
   const u = uid();
   roleId = `role:consumer-${u}`;
   const c = concern(`consumer-${u}`, 2, { applies_to: { roles: [roleId] } });
   scdIds = c.scds;
+  bundleId = c.id;
   await publish(t, c.body);
   await deploy(t, [[c.id, '1.0.0']]);
   tag = `consumer-${u}:prod`;
@@ -103,5 +107,34 @@ describe('@svc/client', () => {
       sessionManager.abort();
     }
     expect(t.logs.join('\n')).not.toContain(apiKey);
+  });
+
+  it('the rules, telemetry, collector and webhook clients send their credentials and read typed answers', async () => {
+    // In this process a kept-alive connection would fail the harness's teardown.
+    const headers = { connection: 'close' };
+    const rules = await createRulesClient({ baseUrl: t.url('rules'), adminKey: ADMIN_KEY, headers }).GET('/api/rules/rule-sets');
+    expect(rules.response.status).toBe(200);
+    const wrongKey = await createRulesClient({ baseUrl: t.url('rules'), adminKey: 'admin_wrong', headers }).GET('/api/rules/rule-sets');
+    expect(wrongKey.response.status).toBe(401);
+    expect(wrongKey.error).toMatchObject({ error: 'auth_failed' });
+
+    const stats = await createTelemetryClient({ baseUrl: t.url('telemetry'), adminKey: ADMIN_KEY, headers }).GET('/stats');
+    expect(stats.response.status).toBe(200);
+    expect(stats.data).toMatchObject({ total_reports_sent: expect.any(Number), total_reports_failed: expect.any(Number) });
+
+    const sources = await createCollectorClient({ baseUrl: t.url('collector'), headers }).GET('/api/activity-sources');
+    expect(sources.response.status).toBe(200);
+    expect(Array.isArray(sources.data?.sources)).toBe(true);
+
+    const tagRow = await t.call('api', 'GET', `/api/tags/${encodeURIComponent(tag)}`, { admin: true });
+    expect(tagRow.status).toBe(200);
+    const update = { tag, bundle_id: bundleId, bundle_version: '1.0.0', updated_at: tagRow.body.updated_at };
+    const token = await signWebhookToken(JWT_SECRET, new Date());
+    const accepted = await createWebhookClient({ baseUrl: t.url('context-webhook'), token, headers }).POST('/webhook/tag-update', { body: update });
+    expect(accepted.response.status).toBe(202);
+    expect(accepted.data).toEqual({ status: 'accepted', delivered_to: 0 });
+    const forged = await createWebhookClient({ baseUrl: t.url('context-webhook'), token: `${token}x`, headers }).POST('/webhook/tag-update', { body: update });
+    expect(forged.response.status).toBe(401);
+    expect(forged.error).toMatchObject({ error: 'auth_failed' });
   });
 });
