@@ -49,6 +49,10 @@ const issued = await api.POST('/api/agents/{agent_id}/api-keys', { params: { pat
 check(issued.response.status === 201 && !!issued.data?.api_key.startsWith('sk_'), 'issue a key', issued.error);
 const apiKey = issued.data!.api_key;
 
+// The REST context API with the same key (sent as X-API-Key).
+const rest = await createControlPlaneClient({ baseUrl: apiUrl, apiKey }).POST('/api/context', { body: { task_type: 'code_review', params: { consumer: 'rest' } } });
+check(rest.response.status === 200 && rest.data?.success === true && rest.data.agent_id === agentId, 'POST /api/context', rest.error ?? rest.data);
+
 // Context over each protocol; the client sends the key, the caller never repeats it.
 const context: Record<string, { success: boolean; requestId: string; agentId: string; scdIds: string[] }> = {};
 for (const protocol of ['connect', 'grpc', 'grpc-web'] satisfies ContextProtocol[]) {
@@ -78,4 +82,4 @@ try {
   subscriber.close();
 }
 
-process.stdout.write(`${JSON.stringify({ agentId, keyId: issued.data!.key_id, notFound: missing.error, context, snapshot })}\n`);
+process.stdout.write(`${JSON.stringify({ agentId, keyId: issued.data!.key_id, notFound: missing.error, rest: { requestId: rest.data!.request_id, scdIds: rest.data!.scd_ids }, context, snapshot })}\n`);

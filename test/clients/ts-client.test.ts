@@ -70,7 +70,10 @@ describe('@svc/client', () => {
     expect(agent.body).toMatchObject({ agent_id: out.agentId, role_id: roleId, status: 'active', overrides: [], restrictions: [], owner_verified: false });
     expect(out.notFound).toMatchObject({ error: 'not_found', message: expect.any(String) });
 
-    // One accepted, audited request per protocol, with the consumer's key and params.
+    // One accepted, audited request per protocol (and REST), with the consumer's key and params.
+    expect([...out.rest.scdIds].sort()).toEqual([...scdIds].sort());
+    const [restRec] = await t.testDb.db.query<Record<string, any>>('SELECT * FROM agent_context_requests WHERE request_id = $1', [out.rest.requestId]);
+    expect(restRec).toMatchObject({ agent_id: out.agentId, intent_valid: true, request_params: { consumer: 'rest' } });
     const protocols: ContextProtocol[] = ['connect', 'grpc', 'grpc-web'];
     expect(Object.keys(out.context).sort()).toEqual([...protocols].sort());
     for (const p of protocols) {
