@@ -6,11 +6,20 @@ SPECS := control-plane rules context-webhook telemetry collector
 
 .PHONY: install run test test-embedded test-real gen gen-check lint typecheck fuzz bench bench-tools browser clean
 
-node_modules/.installed: package.json package-lock.json
+node_modules/.installed: package.json package-lock.json clients/ts/package.json
 	npm ci --no-audit --no-fund
 	@touch $@
 
-install: node_modules/.installed
+# The TypeScript client (clients/ts, the package @svc/client, linked into node_modules by the
+# root's file: dependency) is used from its built dist/, as outside this repository: tsc
+# rebuilds it when one of its sources changed since the stamp.
+CLIENT_TS_SRC := $(shell find clients/ts/src -name '*.ts' 2>/dev/null) clients/ts/package.json clients/ts/tsconfig.json
+clients/ts/dist/.built: node_modules/.installed $(CLIENT_TS_SRC)
+	rm -rf clients/ts/dist
+	tsc -p clients/ts/tsconfig.json
+	@touch $@
+
+install: node_modules/.installed clients/ts/dist/.built
 
 # V8's young generation at 32 MB per semi-space (default 16): a context request allocates
 # briskly and the smaller nursery was scavenged so often that it cost about a fifth of the
@@ -24,15 +33,19 @@ run: install
 # --default-non-nullable=false: the edge validates requests but does not fill in schema
 # defaults (openapi-backend without useDefaults), so a property with a default is optional
 # in what a handler receives; typing it as present would be a lie about the request.
-gen: install
-	@mkdir -p gen/openapi gen/proto
-	@for s in $(SPECS); do openapi-typescript spec/openapi-$$s.yaml -o gen/openapi/$$s.ts --silent --default-non-nullable=false || exit 1; done
+# The client's copy (clients/ts/src/gen) is the same output, so that the package stands alone.
+gen: node_modules/.installed
+	@mkdir -p gen/openapi gen/proto clients/ts/src/gen/openapi clients/ts/src/gen/proto
+	@for s in $(SPECS); do openapi-typescript spec/openapi-$$s.yaml -o gen/openapi/$$s.ts --silent --default-non-nullable=false || exit 1; \
+	  cp gen/openapi/$$s.ts clients/ts/src/gen/openapi/$$s.ts; done
 	buf lint
 	buf generate
 
-# Fails when gen/ is out of date with spec/.
+# Fails when gen/ or clients/ is out of date with spec/ (or a generated file is not committed).
 gen-check: gen
-	@git diff --exit-code --stat -- gen || (echo "gen/ is out of date with spec/: run make gen and commit" >&2; exit 1)
+	@git diff --exit-code --stat -- gen clients || (echo "gen/ or clients/ is out of date with spec/: run make gen and commit" >&2; exit 1)
+	@test -z "$$(git status --porcelain --untracked-files=all -- gen clients)" || \
+	  (git status --short -- gen clients >&2; echo "generated files under gen/ or clients/ are not committed: run make gen and commit" >&2; exit 1)
 
 typecheck: install
 	tsc --noEmit -p tsconfig.json
@@ -85,4 +98,4 @@ bench: install bench-tools
 	SVC_TEST_REAL=1 tsx bench/run.ts $(ONLY)
 
 clean:
-	rm -rf .svc-data node_modules/.installed
+	rm -rf .svc-data node_modules/.installed clients/ts/dist
