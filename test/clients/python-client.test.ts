@@ -14,9 +14,11 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
+import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_KEY, startTestStack, type TestStack } from '../harness.js';
+import { LEAK_WAIT_MS } from '../leak-check.js';
 import { bundle, deploy, publish, scdDoc, uid } from '../content/factories.js';
 import { issueKey, makeAgent } from '../identity/fixtures.js';
 
@@ -77,21 +79,22 @@ describe.skipIf(!python)('Python client against the running stack', () => {
     await t?.close();
   });
 
+  const env = (): Record<string, string> => ({
+    PYTHONPATH: path.join(CLIENT, 'src'),
+    PYTHONDONTWRITEBYTECODE: '1',
+    SVC_API_URL: t.url('api'),
+    SVC_CONTEXT_TARGET: new URL(t.url('context-grpc')).host,
+    SVC_ADMIN_KEY: ADMIN_KEY,
+    SVC_AGENT_ID: agentId,
+    SVC_API_KEY: apiKey,
+    SVC_TASK_TYPE: 'code_review',
+    SVC_SCD_IDS: scds.join(','),
+    SVC_TAG: tag,
+    SVC_BUNDLE_ID: bundleId,
+  });
+
   it('passes its unittest suite: gRPC context and Subscribe, REST calls and errors, audit verify', async () => {
-    const env = {
-      PYTHONPATH: path.join(CLIENT, 'src'),
-      PYTHONDONTWRITEBYTECODE: '1',
-      SVC_API_URL: t.url('api'),
-      SVC_CONTEXT_TARGET: new URL(t.url('context-grpc')).host,
-      SVC_ADMIN_KEY: ADMIN_KEY,
-      SVC_AGENT_ID: agentId,
-      SVC_API_KEY: apiKey,
-      SVC_TASK_TYPE: 'code_review',
-      SVC_SCD_IDS: scds.join(','),
-      SVC_TAG: tag,
-      SVC_BUNDLE_ID: bundleId,
-    };
-    const { code, out } = await run(python!, ['-m', 'unittest', 'discover', '-s', path.join(CLIENT, 'tests'), '-v'], env, 50_000);
+    const { code, out } = await run(python!, ['-m', 'unittest', 'discover', '-s', path.join(CLIENT, 'tests'), '-v'], env(), 50_000);
     expect(code, out).toBe(0);
     expect(out).toMatch(/Ran 10 tests in /);
     expect(out).toMatch(/\nOK\s*$/);
@@ -104,5 +107,36 @@ describe.skipIf(!python)('Python client against the running stack', () => {
     const audit = await t.call('api', 'GET', `/api/audit/requests?agent_id=${encodeURIComponent(agentId)}&limit=100`, { admin: true });
     expect(audit.status).toBe(200);
     expect(audit.body.records.length).toBeGreaterThanOrEqual(4);
+  });
+  it('close() ends the gRPC connection while the Python process lives on', async () => {
+    // The suite's processes exit, which closes their sockets whether or not close() works;
+    // here the process waits after close() while the server's connections are counted.
+    const server = t.stack.services['context-grpc']!.server;
+    const connections = () => new Promise<number>((resolve, reject) => server.getConnections((e, n) => (e ? reject(e) : resolve(n))));
+    const until = async (n: number, what: string) => {
+      const deadline = Date.now() + LEAK_WAIT_MS;
+      while ((await connections()) !== n) {
+        if (Date.now() > deadline) throw new Error(`${what}: ${await connections()} connections open on context-grpc, expected ${n}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+    await until(0, 'before the check');
+    const child = spawn(python!, [path.join(CLIENT, 'tests/close_check.py')], { cwd: ROOT, env: { ...process.env, ...env() }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    try {
+      const lines = readline.createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+      expect((await lines.next()).value, stderr).toBe('OPEN');
+      expect(await connections()).toBe(1);
+      child.stdin.write('\n');
+      expect((await lines.next()).value, stderr).toBe('CLOSED');
+      await until(0, 'after close()'); // the process is still running
+      expect(child.exitCode).toBeNull();
+      child.stdin.end('\n');
+      expect(await exited, stderr).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+    }
   });
 });
