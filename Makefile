@@ -4,7 +4,7 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 SPECS := control-plane rules context-webhook telemetry collector
 
-.PHONY: install run test test-embedded test-real gen gen-check lint typecheck fuzz bench bench-tools browser clean
+.PHONY: install run test test-embedded test-real gen gen-check lint typecheck fuzz bench bench-tools browser py-tools clean
 
 node_modules/.installed: package.json package-lock.json clients/ts/package.json
 	npm ci --no-audit --no-fund
@@ -29,17 +29,37 @@ NODE_FLAGS := --max-semi-space-size=32
 run: install
 	NODE_OPTIONS="$(NODE_FLAGS) $$NODE_OPTIONS" tsx src/main.ts $(SERVICES)
 
+# The Python client (clients/python) is generated and tested with Debian's packages: protoc
+# and grpc_python_plugin (protobuf-compiler, protobuf-compiler-grpc) for the stubs,
+# python3-yaml for the TypedDicts, python3-grpcio and python3-protobuf to run it. They are
+# installed for Debian's interpreter, so that one runs the generator, not a python3 that
+# may come first on PATH (pyenv). py-tools installs what is missing, as root, when apt-get
+# exists; gen then fails without protoc, and the client's test skips without grpcio.
+PYTHON := /usr/bin/python3
+PY_CLIENT := clients/python/src/svc_client
+PY_DEBS := protobuf-compiler protobuf-compiler-grpc python3-grpcio python3-protobuf python3-yaml
+py-tools:
+	@{ command -v protoc && command -v grpc_python_plugin && $(PYTHON) -c 'import grpc, google.protobuf, yaml'; } >/dev/null 2>&1 || \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	    { apt-get install -y -q -o DPkg::Lock::Timeout=300 $(PY_DEBS) >/dev/null 2>&1 || \
+	      { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q -o DPkg::Lock::Timeout=300 $(PY_DEBS) >/dev/null 2>&1; }; }; } || \
+	  echo "$(PY_DEBS) could not be installed: make gen fails without protoc, the Python client's test skips" >&2
+
 # gen is phony: it always regenerates from spec/.
 # --default-non-nullable=false: the edge validates requests but does not fill in schema
 # defaults (openapi-backend without useDefaults), so a property with a default is optional
 # in what a handler receives; typing it as present would be a lie about the request.
 # The client's copy (clients/ts/src/gen) is the same output, so that the package stands alone.
-gen: node_modules/.installed
+gen: node_modules/.installed py-tools
 	@mkdir -p gen/openapi gen/proto clients/ts/src/gen/openapi clients/ts/src/gen/proto
 	@for s in $(SPECS); do openapi-typescript spec/openapi-$$s.yaml -o gen/openapi/$$s.ts --silent --default-non-nullable=false || exit 1; \
 	  cp gen/openapi/$$s.ts clients/ts/src/gen/openapi/$$s.ts; done
 	buf lint
 	buf generate
+	$(PYTHON) clients/python/gen_types.py spec/openapi-control-plane.yaml $(PY_CLIENT)/control_plane_types.py
+	protoc -I spec --python_out=$(PY_CLIENT) --pyi_out=$(PY_CLIENT) --grpc_out=$(PY_CLIENT) --plugin=protoc-gen-grpc="$$(command -v grpc_python_plugin)" spec/context.proto
+	@# The gRPC plugin imports its sibling as a top-level module; inside the package it is relative.
+	@sed -i 's/^import context_pb2 as context__pb2$$/from . import context_pb2 as context__pb2/' $(PY_CLIENT)/context_pb2_grpc.py
 
 # Fails when gen/ or clients/ is out of date with spec/ (or a generated file is not committed).
 gen-check: gen
@@ -72,7 +92,7 @@ browser:
 
 # The whole suite on the embedded default (PGlite, in-process broker), then, when
 # DATABASE_URL / REDIS_URL are set, again on PostgreSQL and Redis.
-test: install typecheck browser
+test: install typecheck browser py-tools
 	@$(MAKE) --no-print-directory test-embedded
 	@if [ -n "$$DATABASE_URL" ]; then $(MAKE) --no-print-directory test-real; fi
 

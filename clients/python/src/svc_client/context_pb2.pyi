@@ -1,0 +1,111 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
+
+CONTEXT_MESSAGE_TYPE_HEARTBEAT: ContextMessageType
+CONTEXT_MESSAGE_TYPE_SNAPSHOT: ContextMessageType
+CONTEXT_MESSAGE_TYPE_UNSPECIFIED: ContextMessageType
+CONTEXT_MESSAGE_TYPE_UPDATE: ContextMessageType
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class ContextMessage(_message.Message):
+    __slots__ = ["bundle_id", "bundle_version", "context_yaml", "resolved_bundle_ids", "scd_content", "scd_ids", "sequence", "tag", "timestamp", "type"]
+    class ScdContentEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    BUNDLE_ID_FIELD_NUMBER: _ClassVar[int]
+    BUNDLE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_YAML_FIELD_NUMBER: _ClassVar[int]
+    RESOLVED_BUNDLE_IDS_FIELD_NUMBER: _ClassVar[int]
+    SCD_CONTENT_FIELD_NUMBER: _ClassVar[int]
+    SCD_IDS_FIELD_NUMBER: _ClassVar[int]
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    TAG_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    bundle_id: str
+    bundle_version: str
+    context_yaml: str
+    resolved_bundle_ids: _containers.RepeatedScalarFieldContainer[str]
+    scd_content: _containers.ScalarMap[str, str]
+    scd_ids: _containers.RepeatedScalarFieldContainer[str]
+    sequence: int
+    tag: str
+    timestamp: int
+    type: ContextMessageType
+    def __init__(self, type: _Optional[_Union[ContextMessageType, str]] = ..., tag: _Optional[str] = ..., bundle_id: _Optional[str] = ..., bundle_version: _Optional[str] = ..., resolved_bundle_ids: _Optional[_Iterable[str]] = ..., context_yaml: _Optional[str] = ..., scd_ids: _Optional[_Iterable[str]] = ..., scd_content: _Optional[_Mapping[str, str]] = ..., sequence: _Optional[int] = ..., timestamp: _Optional[int] = ...) -> None: ...
+
+class RequestContextRequest(_message.Message):
+    __slots__ = ["api_key", "chain_id", "params", "parent_request_id", "task_type"]
+    class ParamsEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    API_KEY_FIELD_NUMBER: _ClassVar[int]
+    CHAIN_ID_FIELD_NUMBER: _ClassVar[int]
+    PARAMS_FIELD_NUMBER: _ClassVar[int]
+    PARENT_REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    TASK_TYPE_FIELD_NUMBER: _ClassVar[int]
+    api_key: str
+    chain_id: str
+    params: _containers.ScalarMap[str, str]
+    parent_request_id: str
+    task_type: str
+    def __init__(self, api_key: _Optional[str] = ..., task_type: _Optional[str] = ..., params: _Optional[_Mapping[str, str]] = ..., chain_id: _Optional[str] = ..., parent_request_id: _Optional[str] = ...) -> None: ...
+
+class RequestContextResponse(_message.Message):
+    __slots__ = ["agent_id", "context_bundle_ids", "error_code", "error_message", "processing_time_ms", "request_id", "role_id", "scd_content", "scd_ids", "success", "task_type", "timestamp"]
+    class ScdContentEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_BUNDLE_IDS_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    PROCESSING_TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    ROLE_ID_FIELD_NUMBER: _ClassVar[int]
+    SCD_CONTENT_FIELD_NUMBER: _ClassVar[int]
+    SCD_IDS_FIELD_NUMBER: _ClassVar[int]
+    SUCCESS_FIELD_NUMBER: _ClassVar[int]
+    TASK_TYPE_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    agent_id: str
+    context_bundle_ids: _containers.RepeatedScalarFieldContainer[str]
+    error_code: str
+    error_message: str
+    processing_time_ms: int
+    request_id: str
+    role_id: str
+    scd_content: _containers.ScalarMap[str, str]
+    scd_ids: _containers.RepeatedScalarFieldContainer[str]
+    success: bool
+    task_type: str
+    timestamp: int
+    def __init__(self, success: bool = ..., request_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., role_id: _Optional[str] = ..., task_type: _Optional[str] = ..., scd_ids: _Optional[_Iterable[str]] = ..., scd_content: _Optional[_Mapping[str, str]] = ..., timestamp: _Optional[int] = ..., processing_time_ms: _Optional[int] = ..., error_code: _Optional[str] = ..., error_message: _Optional[str] = ..., context_bundle_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class SubscribeRequest(_message.Message):
+    __slots__ = ["agent_id", "auth_token", "tag"]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    AUTH_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TAG_FIELD_NUMBER: _ClassVar[int]
+    agent_id: str
+    auth_token: str
+    tag: str
+    def __init__(self, tag: _Optional[str] = ..., agent_id: _Optional[str] = ..., auth_token: _Optional[str] = ...) -> None: ...
+
+class ContextMessageType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
