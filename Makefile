@@ -4,7 +4,7 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 SPECS := control-plane rules context-webhook telemetry collector
 
-.PHONY: install run test test-embedded test-real gen gen-check lint typecheck fuzz bench bench-tools browser py-tools clean
+.PHONY: install run test test-embedded test-real gen gen-check lint typecheck fuzz bench bench-tools browser py-tools conformance clean
 
 node_modules/.installed: package.json package-lock.json clients/ts/package.json
 	npm ci --no-audit --no-fund
@@ -101,6 +101,13 @@ test-embedded:
 
 test-real:
 	SVC_TEST_REAL=1 vitest run
+
+# schemathesis (../shared/tools/schemathesis, which installs its Debian packages itself) with
+# --checks all on every operation of every spec, against the services started on free ports:
+# embedded default, or a fresh PostgreSQL database (and Redis) when DATABASE_URL (REDIS_URL)
+# is set. CONFORMANCE_EXAMPLES (100) and CONFORMANCE_SEED choose the run; see test/conformance/run.sh.
+conformance: install
+	bash test/conformance/run.sh
 
 fuzz: install
 	FUZZ_RUNS=$${FUZZ_RUNS:-2000} vitest run test/contract/fuzz.test.ts test/collector/fuzz.test.ts
