@@ -12,6 +12,7 @@ import { connectNodeAdapter } from '@connectrpc/connect-node';
 import { createH2cServer, MAX_MESSAGE_BYTES, type H2cServer } from './shared/h2c.js';
 import type { AppContext } from './shared/app-context.js';
 import type { ServiceName } from './shared/service.js';
+import { answerClientError } from './shared/http/wire-guards.js';
 import { SERVICES } from './services.js';
 
 interface RunningService {
@@ -60,6 +61,8 @@ async function startOne(ctx: AppContext, name: ServiceName, portOverride?: numbe
         : http.createServer
     ) as typeof http.createServer;
     server = serve({ fetch: app.fetch, port: wanted, hostname: host, createServer, autoCleanupIncoming: false }) as http.Server;
+    // What node's parser refuses gets the spec's error body, not node's bare status line.
+    server.on('clientError', answerClientError);
     // serve() listens by itself; wait for it.
     await new Promise<void>((resolve, reject) => {
       if (server.listening) return resolve();

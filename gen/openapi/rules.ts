@@ -240,7 +240,7 @@ export interface components {
         };
         Error: {
             /** @enum {string} */
-            error: "validation_error" | "auth_failed" | "intent_not_allowed" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "license_limit" | "payload_too_large" | "not_implemented" | "unavailable" | "internal_error";
+            error: "validation_error" | "auth_failed" | "intent_not_allowed" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "license_limit" | "payload_too_large" | "unsupported_media_type" | "not_implemented" | "unavailable" | "internal_error";
             message: string;
             /** @description Free-form detail, e.g. `violations` for a non-conforming rule. */
             details?: {
@@ -345,7 +345,10 @@ export interface components {
         };
     };
     responses: {
-        /** @description The request is malformed or violates the contract (`validation_error`). */
+        /**
+         * @description The request is malformed or violates the contract (`validation_error`), including a
+         *     body that is not JSON or nests objects and arrays deeper than 128 levels.
+         */
         BadRequest: {
             headers: {
                 [name: string]: unknown;
@@ -392,6 +395,19 @@ export interface components {
         };
         /** @description The request body exceeds 16 MiB (`payload_too_large`). */
         PayloadTooLarge: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description The request's body is not in a media type the operation declares (only
+         *     `application/json`; a missing Content-Type counts as undeclared)
+         *     (`unsupported_media_type`).
+         */
+        UnsupportedMediaType: {
             headers: {
                 [name: string]: unknown;
             };
@@ -562,6 +578,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["AdminNotConfigured"];
         };
@@ -645,6 +662,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["AdminNotConfigured"];
         };
@@ -713,6 +731,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["AdminNotConfigured"];
         };

@@ -17,6 +17,7 @@ export type ErrorCode =
   | 'conflict'
   | 'license_limit'
   | 'payload_too_large'
+  | 'unsupported_media_type'
   | 'immutable'
   | 'not_implemented'
   | 'unavailable'
@@ -33,6 +34,7 @@ const HTTP_STATUS: Record<ErrorCode, number> = {
   conflict: 409,
   immutable: 409,
   payload_too_large: 413,
+  unsupported_media_type: 415,
   internal_error: 500,
   not_implemented: 501,
   unavailable: 503,

@@ -66,7 +66,17 @@ function buildUrl(o: LoadedOp, r: Rng, broken: boolean): string {
 
 describe(`collector contract fuzz on a populated store (seed ${SEED})`, () => {
   it('answers no 5xx and only declared, schema-valid responses', async () => {
-    expect(ops.map((o) => o.id).sort()).toEqual(['getActivitySourceCoverage', 'getActivityStats', 'getCollectorHealth', 'listActivitySources', 'listObservedActivity']);
+    expect(ops.map((o) => o.id).sort()).toEqual([
+      'getActivitySourceCoverage',
+      'getActivityStats',
+      'getCollectorDocs',
+      'getCollectorDocsScript',
+      'getCollectorHealth',
+      'getCollectorOpenApiJson',
+      'getCollectorOpenApiYaml',
+      'listActivitySources',
+      'listObservedActivity',
+    ]);
     const r = new Rng(SEED);
     const failures: string[] = [];
     for (const o of ops) {

@@ -71,7 +71,7 @@ run_spec() {
   shift 2
   echo
   echo "== $spec on 127.0.0.1:$port"
-  if ! "$ST" "spec/openapi-$spec.yaml" --base-url "http://127.0.0.1:$port" --checks all \
+  if ! "$ST" "spec/openapi-$spec.yaml" --base-url "http://127.0.0.1:$port" --checks all -D all \
     --hypothesis-database=none --hypothesis-max-examples "$EXAMPLES" --hypothesis-seed "$SEED" \
     --request-timeout 20000 --show-errors-tracebacks "$@"; then
     failed+=("$spec")

@@ -61,13 +61,14 @@ function toAnswer(out: ContextOutcome): ContextAnswer {
  */
 export async function answerContext(
   ctx: AppContext,
-  input: { requestId: string; apiKey: string | undefined; body: unknown; issues: ValidationIssue[] | null; tooLarge?: boolean; startedAt?: number },
+  input: { requestId: string; apiKey: string | undefined; body: unknown; issues: ValidationIssue[] | null; refusedWith?: 413 | 415; startedAt?: number },
 ): Promise<ContextAnswer> {
   try {
     const out = await requestContext(ctx, { requestId: input.requestId, apiKey: input.apiKey, body: input.body, issues: input.issues, startedAt: input.startedAt ?? performance.now() });
     const a = toAnswer(out);
-    // A body over the limit was never read: 413 once the caller is known (401 before that).
-    return input.tooLarge && a.status === 400 ? { ...a, status: 413 } : a;
+    // A body over the limit (never read) or in an undeclared media type: 413 or 415 once the
+    // caller is known (401 before that), with the VALIDATION_ERROR body.
+    return input.refusedWith && a.status === 400 ? { ...a, status: input.refusedWith } : a;
   } catch (e) {
     // The audit record could not be committed: no context leaves (fail closed).
     ctx.logger.error('context request failed', { request_id: input.requestId, error: e as Error });

@@ -23,8 +23,8 @@ function toResponse(a: ContextAnswer, requestId?: string): Response {
  * The context API's answer through the edge: its own bytes (a Response), so the JSON body is
  * not checked against `ContextResponse` here; answer.ts builds it (and the fast path shares it).
  */
-async function viaEdge(req: UncheckedRequest, ctx: AppContext, issues: ValidationIssue[] | null, tooLarge = false): Promise<Response> {
-  return toResponse(await answerContext(ctx, { requestId: req.requestId, apiKey: req.headers['x-api-key'], body: req.body, issues, tooLarge }), req.requestId);
+async function viaEdge(req: UncheckedRequest, ctx: AppContext, issues: ValidationIssue[] | null, refusedWith?: 413 | 415): Promise<Response> {
+  return toResponse(await answerContext(ctx, { requestId: req.requestId, apiKey: req.headers['x-api-key'], body: req.body, issues, refusedWith }), req.requestId);
 }
 
 export const routes = {
@@ -33,13 +33,14 @@ export const routes = {
     mintSubscribeToken: mintSubscribeTokenHandler,
   },
   validationFail: {
-    requestContext: (req, ctx, errors) => viaEdge(req, ctx, errors),
+    // The edge reports a body in an undeclared media type as a `mediaType` issue: 415.
+    requestContext: (req, ctx, errors) => viaEdge(req, ctx, errors, errors.some((e) => e.rule === 'mediaType') ? 415 : undefined),
   },
   internalError: {
     requestContext: () => toResponse(internalErrorAnswer()),
   },
   payloadTooLarge: {
-    requestContext: (req, ctx) => viaEdge(req, ctx, [{ path: '/body', rule: 'maxBodySize', message: `must NOT be larger than ${BODY_LIMIT_BYTES} bytes` }], true),
+    requestContext: (req, ctx) => viaEdge(req, ctx, [{ path: '/body', rule: 'maxBodySize', message: `must NOT be larger than ${BODY_LIMIT_BYTES} bytes` }], 413),
   },
   preHandle: contextFastPath,
 } satisfies RouteModule<operations>;

@@ -7,10 +7,15 @@
  * - AdminKey operations: 503 `Admin API not configured` when ADMIN_API_KEY is empty,
  *   401 `Invalid admin API key` when the header is missing or wrong (constant time)
  * - a request that violates the contract: 400 `validation_error` with the violations
+ *   (a body that is not JSON, or JSON nested deeper than MAX_JSON_DEPTH, included)
+ * - a body in a media type the operation does not declare: 415 `unsupported_media_type`
+ * - routing is on the raw request path: `/api/agents/.` names the agent `.` (refused by
+ *   its pattern), never the list that URL normalization would make of it
  * - an operation with no handler yet: 501 `not_implemented`
  * - an unexpected error: opaque 500 `internal_error` with a request id; the cause is logged
  */
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { OpenAPIBackend, type Context as OaContext, type Document as OaDocument } from 'openapi-backend';
@@ -18,6 +23,7 @@ import addFormats from 'ajv-formats';
 import { AppError, type ValidationIssue } from '../errors.js';
 export type { ValidationIssue } from '../errors.js';
 import type { Logger } from '../logger.js';
+import { jsonTooDeep, MAX_JSON_DEPTH, mediaTypeDeclared } from './wire-guards.js';
 import type { ErrorReply, Handlers, OperationsShape, UncheckedRequest, UncheckedResult, ValidationFailHandler } from './contract-types.js';
 
 export const BODY_LIMIT_BYTES = 16 * 1024 * 1024;
@@ -146,14 +152,14 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
       maxSize: BODY_LIMIT_BYTES,
       onError: async (c) => {
         const raw = c.req.raw;
-        const url = new URL(raw.url);
-        const op = opts.payloadTooLarge ? safeMatch(api, raw.method, url.pathname) : undefined;
+        const path = rawPath(c.env as { incoming?: IncomingMessage } | undefined) ?? new URL(raw.url).pathname;
+        const op = opts.payloadTooLarge ? safeMatch(api, raw.method, path) : undefined;
         const special = op ? payloadTooLarge[op.operationId!] : undefined;
         if (!special) return c.json(new AppError('payload_too_large', `Request body exceeds ${BODY_LIMIT_BYTES} bytes`).toBody(), 413);
         const headers: Record<string, string> = {};
         raw.headers.forEach((v, k) => (headers[k] = v));
         const requestId = randomUUID();
-        const r = await special({ requestId, method: raw.method, path: url.pathname, params: {}, query: {}, headers, body: undefined, raw }, ctx);
+        const r = await special({ requestId, method: raw.method, path, params: {}, query: {}, headers, body: undefined, raw }, ctx);
         if (r instanceof Response) return r;
         return new Response(JSON.stringify(r.body), { status: r.status, headers: { 'content-type': 'application/json; charset=utf-8', 'x-request-id': requestId, ...(r.headers ?? {}) } });
       },
@@ -163,47 +169,63 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
     const requestId = randomUUID();
     const raw = c.req.raw;
     const url = new URL(raw.url);
+    const path = rawPath(c.env as { incoming?: IncomingMessage } | undefined) ?? url.pathname;
     let result: UncheckedResult;
     let opId: string | undefined;
     try {
       let body: unknown = undefined;
       const text = raw.method === 'GET' || raw.method === 'HEAD' ? '' : await c.req.text();
-      let badJson = false;
-      if (text.length > 0) {
-        try {
-          body = JSON.parse(text);
-        } catch {
-          badJson = true;
-        }
-      }
       const headers: Record<string, string> = {};
       raw.headers.forEach((v, k) => (headers[k] = v));
-      if (badJson) {
-        // Route first so the admin check still comes before anything about the body.
-        const op = safeMatch(api, raw.method, url.pathname);
+      // What is wrong with the body itself, found before it is parsed and handed on.
+      let refusal: { status: 400 | 415; issue: ValidationIssue } | undefined;
+      let op: ReturnType<typeof safeMatch>;
+      if (text.length > 0) {
+        op = safeMatch(api, raw.method, path);
+        const declared = op?.requestBody && 'content' in op.requestBody ? Object.keys(op.requestBody.content ?? {}) : [];
+        if (declared.length > 0 && !mediaTypeDeclared(headers['content-type'], declared)) {
+          refusal = { status: 415, issue: { path: '/headers/content-type', rule: 'mediaType', message: `body must be ${declared.join(' or ')} (got ${headers['content-type'] ? `"${headers['content-type']}"` : 'no Content-Type'})` } };
+        } else if (jsonTooDeep(text)) {
+          refusal = { status: 400, issue: { path: '/body', rule: 'maxDepth', message: `JSON nested deeper than ${MAX_JSON_DEPTH} levels` } };
+        } else {
+          try {
+            body = JSON.parse(text);
+          } catch {
+            refusal = { status: 400, issue: { path: '/body', rule: 'json', message: 'body is not valid JSON' } };
+          }
+        }
+      }
+      if (refusal) {
+        // Routed first, so that the admin check still comes before anything about the body.
         opId = op?.operationId;
         if (op && op.security?.some((s: Record<string, unknown>) => 'AdminKey' in s) && !(adminConfigured && secretEquals(headers['x-admin-key'], opts.adminKey))) {
           result = adminConfigured ? errorResult(new AppError('auth_failed', 'Invalid admin API key')) : errorResult(new AppError('unavailable', 'Admin API not configured'));
-        } else if (op && validationFail[op.operationId!]) {
-          const fake = { request: { path: url.pathname, params: {}, query: {}, headers }, operation: op } as unknown as OaContext;
-          result = await validationFail[op.operationId!]!(toReq(fake, raw, requestId, undefined), ctx, [{ path: '/body', rule: 'json', message: 'body is not valid JSON' }]);
         } else if (!op) {
           result = errorResult(new AppError('not_found', 'No such route'));
+        } else if (validationFail[op.operationId!]) {
+          // An operation with its own error body (the context API) answers, and audits, in it.
+          const fake = { request: { path, params: {}, query: {}, headers }, operation: op } as unknown as OaContext;
+          // Their 400 (the caller passed their checks) becomes the 415 of a refused media type;
+          // one answering its own bytes (a Response) sets that status itself.
+          const r = await validationFail[op.operationId!]!(toReq(fake, raw, requestId, undefined), ctx, [refusal.issue]);
+          result = refusal.status === 415 && !(r instanceof Response) && r.status === 400 ? unsupportedMediaType(refusal.issue) : r;
+        } else if (refusal.status === 415) {
+          result = unsupportedMediaType(refusal.issue);
         } else {
-          result = errorResult(new AppError('validation_error', 'Request body is not valid JSON', { details: { errors: [{ path: '/body', rule: 'json', message: 'body is not valid JSON' }] } }));
+          result = errorResult(new AppError('validation_error', refusal.issue.rule === 'json' ? 'Request body is not valid JSON' : 'Request body is nested too deeply', { details: { errors: [refusal.issue] } }));
         }
       } else {
-        result = await api.handleRequest({ method: raw.method, path: url.pathname, query: url.search.slice(1), headers, body }, raw, requestId, body);
+        result = await api.handleRequest({ method: raw.method, path, query: url.search.slice(1), headers, body }, raw, requestId, body);
       }
     } catch (e) {
-      opId ??= safeMatch(api, raw.method, url.pathname)?.operationId;
+      opId ??= safeMatch(api, raw.method, path)?.operationId;
       if (e instanceof AppError && e.code !== 'internal_error') {
         result = errorResult(e);
       } else {
-        logger.error('unhandled error', { requestId, method: raw.method, path: url.pathname, error: e as Error });
+        logger.error('unhandled error', { requestId, method: raw.method, path, error: e as Error });
         const special = opId ? internalError[opId] : undefined;
         result = special
-          ? special({ requestId, method: raw.method, path: url.pathname, params: {}, query: {}, headers: {}, body: undefined, raw }, ctx, requestId)
+          ? special({ requestId, method: raw.method, path, params: {}, query: {}, headers: {}, body: undefined, raw }, ctx, requestId)
           : errorResult(new AppError('internal_error', 'Internal error', { details: { request_id: requestId } }));
       }
     }
@@ -213,6 +235,24 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
     return new Response(JSON.stringify(result.body), { status: result.status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } });
   });
   return app;
+}
+
+function unsupportedMediaType(issue: ValidationIssue): ErrorReply {
+  return errorResult(new AppError('unsupported_media_type', 'The body is not in a media type this operation accepts', { details: { errors: [issue] } }));
+}
+
+/**
+ * The request's path as the client sent it (node's request target, query dropped), not the
+ * fetch Request's URL, which resolves `.` and `..` segments (`%2e` too): routing on that
+ * made `GET /api/agents/.` the agent list and `DELETE /api/agents/A/api-keys/..` a
+ * deletion of agent A. Undefined outside node:http (app.fetch in a test), or for a target
+ * that is not a path (`*`, absolute form), where the URL's path stands.
+ */
+function rawPath(env: { incoming?: IncomingMessage } | undefined): string | undefined {
+  const target = env?.incoming?.url;
+  if (!target || target[0] !== '/') return undefined;
+  const q = target.indexOf('?');
+  return q < 0 ? target : target.slice(0, q);
 }
 
 function safeMatch(api: OpenAPIBackend, method: string, path: string) {

@@ -935,7 +935,7 @@ export interface components {
         };
         Error: {
             /** @enum {string} */
-            error: "validation_error" | "auth_failed" | "intent_not_allowed" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "license_limit" | "payload_too_large" | "not_implemented" | "unavailable" | "internal_error";
+            error: "validation_error" | "auth_failed" | "intent_not_allowed" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "license_limit" | "payload_too_large" | "unsupported_media_type" | "not_implemented" | "unavailable" | "internal_error";
             message: string;
             details?: {
                 [key: string]: unknown;
@@ -1497,7 +1497,11 @@ export interface components {
         };
     };
     responses: {
-        /** @description Invalid input (`validation_error`); `details.errors` lists `ValidationIssue`s. */
+        /**
+         * @description Invalid input (`validation_error`); `details.errors` lists `ValidationIssue`s. A body
+         *     that is not JSON (rule `json`) or nests objects and arrays deeper than 128 levels
+         *     (rule `maxDepth`) is refused here too.
+         */
         BadRequest: {
             headers: {
                 [name: string]: unknown;
@@ -1606,6 +1610,31 @@ export interface components {
             };
             content: {
                 "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description The request's body is not in a media type the operation declares (only
+         *     `application/json`; a missing Content-Type counts as undeclared)
+         *     (`unsupported_media_type`).
+         */
+        UnsupportedMediaType: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description The body is not `application/json` (`VALIDATION_ERROR`, status 415); the refusal is
+         *     audited like any invalid request.
+         */
+        ContextUnsupportedMediaType: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ContextError"];
             };
         };
         /** @description Unexpected failure (`internal_error`); the cause is logged, never echoed. */
@@ -1858,6 +1887,7 @@ export interface operations {
             401: components["responses"]["ContextUnauthorized"];
             403: components["responses"]["ContextForbidden"];
             413: components["responses"]["ContextPayloadTooLarge"];
+            415: components["responses"]["ContextUnsupportedMediaType"];
             500: components["responses"]["ContextInternalError"];
         };
     };
@@ -1886,6 +1916,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["AgentUnauthorized"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -1947,6 +1978,7 @@ export interface operations {
             402: components["responses"]["LicenseLimit"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["AdminNotConfigured"];
         };
@@ -2007,6 +2039,7 @@ export interface operations {
             402: components["responses"]["LicenseLimit"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["AdminNotConfigured"];
         };
@@ -2094,6 +2127,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["AdminNotConfigured"];
         };
@@ -2128,6 +2162,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["AdminNotConfigured"];
         };
@@ -2160,6 +2195,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["AdminNotConfigured"];
         };
@@ -2219,6 +2255,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["AdminNotConfigured"];
         };
@@ -2278,6 +2315,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["AdminNotConfigured"];
         };
@@ -2394,6 +2432,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["AdminNotConfigured"];
         };
@@ -2509,6 +2548,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["AdminNotConfigured"];
         };
@@ -2569,6 +2609,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["AdminNotConfigured"];
         };
@@ -2600,6 +2641,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["AdminNotConfigured"];
         };
@@ -2801,6 +2843,7 @@ export interface operations {
             401: components["responses"]["AgentUnauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
         };
     };

@@ -1,0 +1,155 @@
+/**
+ * What the edge refuses before any handler, on every HTTP port, through real sockets:
+ * a request node's parser rejects, a path with dot segments, a body in an undeclared media
+ * type, JSON nested too deeply. Each answers the spec's error body with application/json,
+ * changes nothing, and logs no error.
+ */
+import http from 'node:http';
+import net from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_KEY, startTestStack, type TestStack } from '../harness.js';
+import { jsonTooDeep, MAX_JSON_DEPTH } from '../../src/shared/http/wire-guards.js';
+import type { ServiceName } from '../../src/shared/service.js';
+
+const HTTP_SERVICES: ServiceName[] = ['api', 'rules', 'context-webhook', 'telemetry', 'collector'];
+let s: TestStack;
+let apiKey: string;
+
+beforeAll(async () => {
+  s = await startTestStack();
+  for (const id of ['agent:guards', 'agent:victim']) {
+    const r = await s.call('api', 'POST', '/api/agents', { admin: true, body: { agent_id: id, name: id, role_id: 'role:guards', allowed_intents: ['guard_check'] } });
+    expect(r.status).toBe(201);
+  }
+  apiKey = (await s.call('api', 'POST', '/api/agents/agent:guards/api-keys', { admin: true, body: {} })).body.api_key;
+});
+afterAll(async () => {
+  await s?.close();
+});
+
+const portOf = (name: ServiceName) => Number(new URL(s.url(name)).port);
+
+/** Bytes on a fresh socket; resolves with everything the server sent before closing. */
+function rawExchange(port: number, bytes: string | Buffer): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const sock = net.connect(port, '127.0.0.1', () => sock.end(bytes));
+    const chunks: Buffer[] = [];
+    sock.on('data', (c) => chunks.push(c));
+    sock.on('error', reject);
+    sock.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
+  });
+}
+
+/** A request whose path goes out exactly as written (fetch would resolve `.` and `..`). */
+function request(port: number, method: string, path: string, headers: Record<string, string> = {}, body?: string): Promise<{ status: number; type: string; body: any }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, method, path, agent: false, headers: { connection: 'close', ...headers } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        resolve({ status: res.statusCode!, type: String(res.headers['content-type'] ?? ''), body: text ? JSON.parse(text) : undefined });
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+function errorLines(): string[] {
+  return s.logs.filter((l) => l.includes('"level":"error"'));
+}
+
+describe('requests node:http refuses', () => {
+  it('a control character in a header value: 400 with the error body, on every HTTP port', async () => {
+    for (const name of HTTP_SERVICES) {
+      const out = await rawExchange(portOf(name), 'GET /health HTTP/1.1\r\nHost: x\r\nX-Bad: a\x01b\r\n\r\n');
+      const [head, body] = out.split('\r\n\r\n');
+      expect({ name, line: head!.split('\r\n')[0] }).toEqual({ name, line: 'HTTP/1.1 400 Bad Request' });
+      expect(head).toMatch(/\r\nContent-Type: application\/json; charset=utf-8\r\n/);
+      expect(JSON.parse(body!)).toEqual({ error: 'validation_error', message: expect.stringContaining('Malformed HTTP request') });
+    }
+  });
+  it('a bad request line and headers over the limit: 400 and 431, each with the error body', async () => {
+    const bad = await rawExchange(portOf('api'), 'GET /health HTTP/1.1 extra\r\nHost: x\r\n\r\n');
+    expect(bad).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    expect(JSON.parse(bad.split('\r\n\r\n')[1]!).error).toBe('validation_error');
+    const big = await rawExchange(portOf('rules'), `GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
+    expect(big).toMatch(/^HTTP\/1\.1 431 Request Header Fields Too Large\r\n/);
+    expect(JSON.parse(big.split('\r\n\r\n')[1]!)).toEqual({ error: 'payload_too_large', message: 'Request headers exceed the server limit' });
+  });
+});
+
+describe('paths are routed as sent', () => {
+  const admin = { 'x-admin-key': ADMIN_KEY };
+  it('`.` and `%2e` as an agent id are refused by its pattern, not served the agent list', async () => {
+    for (const p of ['/api/agents/.', '/api/agents/%2e', '/api/agents/%2E']) {
+      const r = await request(portOf('api'), 'GET', p, admin);
+      expect({ p, status: r.status, error: r.body.error, path: r.body.details?.errors?.[0]?.path }).toEqual({ p, status: 400, error: 'validation_error', path: '/path/agent_id' });
+    }
+  });
+  it('`..` as a key id deletes nothing: before, it was a DELETE of the agent itself', async () => {
+    for (const k of ['..', '.', '%2e%2e']) {
+      const r = await request(portOf('api'), 'DELETE', `/api/agents/agent:victim/api-keys/${k}?revoked_by=tester`, admin);
+      expect([400, 404]).toContain(r.status);
+      expect(r.type).toMatch(/^application\/json/);
+    }
+    const victim = await s.call('api', 'GET', '/api/agents/agent:victim', { admin: true });
+    expect(victim.body.status).toBe('active');
+  });
+});
+
+describe('bodies in a media type the operation does not declare', () => {
+  const agent = { agent_id: 'agent:plain', name: 'plain', role_id: 'role:guards', allowed_intents: ['guard_check'] };
+  it('text/plain, a form and no Content-Type: 415 unsupported_media_type, nothing created', async () => {
+    for (const type of ['text/plain', 'application/x-www-form-urlencoded', undefined]) {
+      const r = await request(portOf('api'), 'POST', '/api/agents', { 'x-admin-key': ADMIN_KEY, ...(type ? { 'content-type': type } : {}) }, JSON.stringify(agent));
+      expect({ type, status: r.status, error: r.body.error, rule: r.body.details.errors[0].rule }).toEqual({ type, status: 415, error: 'unsupported_media_type', rule: 'mediaType' });
+    }
+    expect((await s.call('api', 'GET', '/api/agents/agent:plain', { admin: true })).status).toBe(404);
+    const ok = await request(portOf('api'), 'POST', '/api/agents', { 'x-admin-key': ADMIN_KEY, 'content-type': 'Application/JSON; charset=utf-8' }, JSON.stringify(agent));
+    expect(ok.status).toBe(201);
+  });
+  it('the admin check still comes first', async () => {
+    const r = await request(portOf('rules'), 'POST', '/api/rules/schemas', { 'content-type': 'text/plain' }, '{}');
+    expect({ status: r.status, error: r.body.error }).toEqual({ status: 401, error: 'auth_failed' });
+  });
+  it('the context API answers 415 in its own body once the key is known, and 401 before', async () => {
+    const body = JSON.stringify({ task_type: 'guard_check' });
+    const r = await request(portOf('api'), 'POST', '/api/context', { 'x-api-key': apiKey, 'content-type': 'text/plain' }, body);
+    expect({ status: r.status, success: r.body.success, code: r.body.error_code }).toEqual({ status: 415, success: false, code: 'VALIDATION_ERROR' });
+    const anon = await request(portOf('api'), 'POST', '/api/context', { 'content-type': 'text/plain' }, body);
+    expect({ status: anon.status, code: anon.body.error_code }).toEqual({ status: 401, code: 'AUTH_FAILED' });
+  });
+  it('the webhook checks its token before the media type', async () => {
+    const r = await request(portOf('context-webhook'), 'POST', '/webhook/tag-update', { 'content-type': 'text/plain' }, '{}');
+    expect(r.status).toBe(401);
+  });
+});
+
+describe('JSON nested too deeply', () => {
+  const nested = (n: number, leaf = '1') => '{"a":'.repeat(n) + leaf + '}'.repeat(n);
+  it('is found in one pass, strings and escapes skipped', () => {
+    expect(jsonTooDeep(nested(MAX_JSON_DEPTH))).toBe(false);
+    expect(jsonTooDeep(nested(MAX_JSON_DEPTH + 1))).toBe(true);
+    expect(jsonTooDeep('['.repeat(200) + ']'.repeat(200))).toBe(true);
+    expect(jsonTooDeep(JSON.stringify({ s: '['.repeat(500) + '\\"[' + '{'.repeat(500) }))).toBe(false);
+    expect(jsonTooDeep(JSON.stringify([{ a: '"\\' }, '['.repeat(300)]))).toBe(false);
+  });
+  it('answers 400 maxDepth with the error body on the output log, bundles, agents and the context API', async () => {
+    const ctx = await s.call('api', 'POST', '/api/context', { apiKey, body: { task_type: 'guard_check' } });
+    expect(ctx.status).toBe(200);
+    const output = await request(portOf('api'), 'POST', '/api/audit/output', { 'x-api-key': apiKey, 'content-type': 'application/json' }, `{"request_id":"${ctx.body.request_id}","output":${nested(4000)}}`);
+    expect({ status: output.status, rule: output.body.details.errors[0].rule }).toEqual({ status: 400, rule: 'maxDepth' });
+    for (const p of ['/api/bundles', '/api/agents']) {
+      const r = await request(portOf('api'), 'POST', p, { 'x-admin-key': ADMIN_KEY, 'content-type': 'application/json' }, nested(20_000));
+      expect({ p, status: r.status, error: r.body.error, rule: r.body.details.errors[0].rule }).toEqual({ p, status: 400, error: 'validation_error', rule: 'maxDepth' });
+    }
+    // Under 64 KiB: the context API's fast path, audited as a refused request.
+    const small = await request(portOf('api'), 'POST', '/api/context', { 'x-api-key': apiKey, 'content-type': 'application/json' }, `{"task_type":"guard_check","context":${nested(9000)}}`);
+    expect({ status: small.status, code: small.body.error_code }).toEqual({ status: 400, code: 'VALIDATION_ERROR' });
+    const big = await request(portOf('api'), 'POST', '/api/context', { 'x-api-key': apiKey, 'content-type': 'application/json' }, `{"task_type":"guard_check","context":${nested(20_000)}}`);
+    expect({ status: big.status, code: big.body.error_code }).toEqual({ status: 400, code: 'VALIDATION_ERROR' });
+    expect(errorLines()).toEqual([]);
+  });
+});
