@@ -136,6 +136,9 @@ describe("README's walkthrough", () => {
       ADMIN: ADMIN_KEY,
       KEY: undefined,
       PYTHONDONTWRITEBYTECODE: '1',
+      // npx is npm: without this it may look for a newer npm (a registry request) and print a
+      // notice on stderr, which is not the walkthrough's output.
+      npm_config_update_notifier: 'false',
     };
     const { code, stdout, stderr } = await run('bash', ['walkthrough.sh'], dir, env, 50_000);
     const report = `exit ${code}\n--- stdout\n${stdout}\n--- stderr\n${stderr}`;
