@@ -153,3 +153,63 @@ describe('JSON nested too deeply', () => {
     expect(errorLines()).toEqual([]);
   });
 });
+
+describe('a client that leaves in the middle of its body', () => {
+  it('is one warn line without a stack, never a 500 error line', async () => {
+    const before = s.logs.length;
+    const cases: Array<[ServiceName, string]> = [
+      ['api', '/api/agents'],
+      ['api', '/api/context'],
+      ['rules', '/api/rules/schemas'],
+      ['context-webhook', '/webhook/tag-update'],
+    ];
+    for (const [name, p] of cases) {
+      await new Promise<void>((resolve, reject) => {
+        const sock = net.connect(portOf(name), '127.0.0.1', () => {
+          // Promises 100,000 bytes (past the context fast path's 64 KiB) and sends a few.
+          sock.write(`POST ${p} HTTP/1.1\r\nHost: x\r\nX-Admin-Key: ${ADMIN_KEY}\r\nX-API-Key: ${apiKey}\r\nAuthorization: Bearer x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"agent_id":`);
+          setTimeout(() => sock.destroy(), 150);
+        });
+        sock.on('error', reject);
+        sock.on('close', () => resolve());
+      });
+    }
+    const deadline = Date.now() + 5000;
+    const warned = () => s.logs.slice(before).filter((l) => l.includes('client left before its request body was read'));
+    while (warned().length < cases.length && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(warned()).toHaveLength(cases.length);
+    for (const line of warned()) {
+      expect(line).toContain('"level":"warn"');
+      expect(line).not.toContain('stack');
+    }
+    expect(errorLines()).toEqual([]);
+  });
+});
+
+describe('a chunked body over the limit', () => {
+  it('is still the body limit\'s 413 (its error passes through the body read)', async () => {
+    const r = await new Promise<{ status: number; body: any }>((resolve, reject) => {
+      const req = http.request(
+        { host: '127.0.0.1', port: portOf('api'), method: 'POST', path: '/api/agents', agent: false, headers: { connection: 'close', 'x-admin-key': ADMIN_KEY, 'content-type': 'application/json', 'transfer-encoding': 'chunked' } },
+        (res) => {
+          answered = true;
+          const chunks: Buffer[] = [];
+          res.on('data', (c) => chunks.push(c));
+          res.on('error', reject);
+          res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) }));
+        },
+      );
+      // The server answers before the whole body is sent and closes: the rest of our writes
+      // may then fail (EPIPE), which is not the test's concern once the answer came.
+      let answered = false;
+      req.on('error', (e) => {
+        if (!answered) reject(e);
+      });
+      const chunk = Buffer.alloc(1 << 20, 0x20);
+      for (let i = 0; i < 17; i++) req.write(chunk);
+      req.end();
+    });
+    expect({ status: r.status, error: r.body.error }).toEqual({ status: 413, error: 'payload_too_large' });
+    expect(errorLines()).toEqual([]);
+  });
+});

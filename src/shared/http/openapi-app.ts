@@ -174,7 +174,20 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
     let opId: string | undefined;
     try {
       let body: unknown = undefined;
-      const text = raw.method === 'GET' || raw.method === 'HEAD' ? '' : await c.req.text();
+      let text = '';
+      if (raw.method !== 'GET' && raw.method !== 'HEAD') {
+        try {
+          text = await c.req.text();
+        } catch (e) {
+          // Anything else (the body limit's own error, which its middleware answers with 413) goes on.
+          if ((e as { code?: string })?.code !== 'ECONNRESET' && !raw.signal?.aborted) throw e;
+          // The client left before its body was read (node's `aborted`): nobody is there to
+          // answer, and nothing failed here. One warn line, no stack: a slow-body client that
+          // hangs up must not flood the log with 500 errors.
+          logger.warn('client left before its request body was read', { requestId, method: raw.method, path, reason: (e as Error)?.message });
+          return new Response(null, { status: 400, headers: { 'x-request-id': requestId } });
+        }
+      }
       const headers: Record<string, string> = {};
       raw.headers.forEach((v, k) => (headers[k] = v));
       // What is wrong with the body itself, found before it is parsed and handed on.
