@@ -12,7 +12,7 @@
  * py-tools` installs python3-grpcio) and python3 that can `import grpc`; when none can, the
  * file is skipped with that reason.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -21,39 +21,19 @@ import { ADMIN_KEY, startTestStack, type TestStack } from '../harness.js';
 import { LEAK_WAIT_MS } from '../leak-check.js';
 import { bundle, deploy, publish, scdDoc, uid } from '../content/factories.js';
 import { issueKey, makeAgent } from '../identity/fixtures.js';
+import { pythonHasGrpc, runProcess } from '../run-process.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const CLIENT = path.join(ROOT, 'clients/python');
 
 function findPython(): { python: string | null; reason: string } {
   const candidates = [process.env.SVC_PYTHON, '/usr/bin/python3', 'python3'].filter((c): c is string => !!c);
-  for (const c of candidates) {
-    const r = spawnSync(c, ['-c', 'import grpc, google.protobuf'], { encoding: 'utf8' });
-    if (r.status === 0) return { python: c, reason: '' };
-  }
+  for (const c of candidates) if (pythonHasGrpc(c)) return { python: c, reason: '' };
   return { python: null, reason: `no Python interpreter can import grpc (tried ${candidates.join(', ')}): install python3-grpcio and python3-protobuf (make py-tools)` };
 }
 
 const { python, reason } = findPython();
 if (!python) console.warn(`test/clients/python-client.test.ts skipped: ${reason}`);
-
-function run(cmd: string, args: string[], env: Record<string, string>, timeoutMs: number): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('error', (e) => {
-      clearTimeout(timer);
-      reject(e);
-    });
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, out });
-    });
-  });
-}
 
 describe.skipIf(!python)('Python client against the running stack', () => {
   let t: TestStack;
@@ -94,7 +74,9 @@ describe.skipIf(!python)('Python client against the running stack', () => {
   });
 
   it('passes its unittest suite: gRPC context and Subscribe, REST calls and errors, audit verify', async () => {
-    const { code, out } = await run(python!, ['-m', 'unittest', 'discover', '-s', path.join(CLIENT, 'tests'), '-v'], env(), 50_000);
+    const { code, stdout, stderr } = await runProcess(python!, ['-m', 'unittest', 'discover', '-s', path.join(CLIENT, 'tests'), '-v'], { cwd: ROOT, env: { ...process.env, ...env() }, timeoutMs: 50_000 });
+    // unittest reports on stderr, last.
+    const out = stdout + stderr;
     expect(code, out).toBe(0);
     expect(out).toMatch(/Ran 10 tests in /);
     expect(out).toMatch(/\nOK\s*$/);

@@ -1,8 +1,8 @@
 /**
  * `make conformance`'s set-up against services that are already running: waits for each
- * service's /health, creates an agent with a key (so that schemathesis's context requests
- * reach the handlers, not only the key check) and signs a webhook token. Prints shell
- * assignments for test/conformance/run.sh to eval. Reads the ports and secrets from the
+ * service's /health and creates an agent with a key (so that schemathesis's context requests
+ * reach the handlers, not only the key check). Prints `AGENT_KEY=...` for
+ * test/conformance/run.sh to eval. Reads the ports and secrets from the
  * environment run.sh starts the server with. `prepare.ts webhook-token` prints only a fresh
  * webhook token (they live at most 300 s, so run.sh signs one just before the webhook's run).
  */

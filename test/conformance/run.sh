@@ -10,7 +10,9 @@
 # failure is printed with a curl line that reproduces it.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-ST="$(realpath -e ../shared/tools/schemathesis/run)"
+# The offline schemathesis kit beside the repository (as CI lays it out), or SCHEMATHESIS.
+ST="${SCHEMATHESIS:-../shared/tools/schemathesis/run}"
+[ -x "$ST" ] || { echo "conformance: no schemathesis at $ST: set SCHEMATHESIS to its run script (or lay shared/ beside the repository)" >&2; exit 1; }
 EXAMPLES="${CONFORMANCE_EXAMPLES:-100}"
 SEED="${CONFORMANCE_SEED:-$RANDOM$RANDOM}"
 
@@ -36,10 +38,10 @@ read -r API_PORT RULES_PORT CONTEXT_GRPC_PORT CONTEXT_WEBHOOK_PORT TELEMETRY_POR
 export API_PORT RULES_PORT CONTEXT_GRPC_PORT CONTEXT_WEBHOOK_PORT TELEMETRY_PORT COLLECTOR_PORT
 
 export SVC_DATA_DIR="$work/data"
-export ADMIN_API_KEY="admin_$(node -p 'require("crypto").randomBytes(24).toString("base64url")')"
-export JWT_SECRET="$(node -p 'require("crypto").randomBytes(48).toString("base64url")')"
-export DEPLOYMENT_ID="$(node -p 'require("crypto").randomUUID()')"
-export COLLECTOR_HMAC_SECRET="$(node -p 'require("crypto").randomBytes(32).toString("base64url")')"
+# Fresh secrets for this run only.
+read -r ADMIN_API_KEY JWT_SECRET DEPLOYMENT_ID COLLECTOR_HMAC_SECRET < <(
+  node -e 'const c=require("crypto");const r=(n)=>c.randomBytes(n).toString("base64url");console.log("admin_"+r(24),r(48),c.randomUUID(),r(32))')
+export ADMIN_API_KEY JWT_SECRET DEPLOYMENT_ID COLLECTOR_HMAC_SECRET
 export LOG_LEVEL="${LOG_LEVEL:-warn}"
 where="embedded default (PGlite, in-process broker, SQLite)"
 if [ -n "${DATABASE_URL:-}" ]; then

@@ -19,13 +19,13 @@
  * `import grpc` (python3-grpcio and python3-protobuf, `make py-tools`); the audit step's
  * counts are then checked for two requests instead of its printed output.
  */
-import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_KEY, startTestStack, type TestStack } from '../harness.js';
+import { pythonHasGrpc, runProcess } from '../run-process.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const START = '<!-- walkthrough:start -->';
@@ -71,25 +71,6 @@ function outputPattern(expected: string): RegExp {
   return new RegExp(`^${expected.split('...').map(escape).join('[^\\n]*')}$`);
 }
 
-function run(cmd: string, args: string[], cwd: string, env: Record<string, string | undefined>, timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('error', (e) => {
-      clearTimeout(timer);
-      reject(e);
-    });
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
 const walk = readWalkthrough(fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8'));
 const stepWith = (needle: string): number => {
   const found = walk.steps.flatMap((s, i) => (s.script.includes(needle) ? [i] : []));
@@ -103,7 +84,7 @@ const AUDIT = stepWith('/api/audit/verify');
 
 // The interpreter the Python step names; the step is skipped only when it cannot import grpc.
 const python = /(\S*python3?)\s+walk\.py/.exec(walk.steps[GRPC]!.script)?.[1] ?? 'python3';
-const pythonMissing = spawnSync(python, ['-c', 'import grpc, google.protobuf'], { encoding: 'utf8' }).status !== 0;
+const pythonMissing = !pythonHasGrpc(python);
 const skipReason = `${python} cannot import grpc: install python3-grpcio and python3-protobuf (make py-tools)`;
 if (pythonMissing) console.warn(`test/docs/walkthrough.test.ts: the Python (gRPC) step is skipped: ${skipReason}`);
 
@@ -140,7 +121,7 @@ describe("README's walkthrough", () => {
       // notice on stderr, which is not the walkthrough's output.
       npm_config_update_notifier: 'false',
     };
-    const { code, stdout, stderr } = await run('bash', ['walkthrough.sh'], dir, env, 50_000);
+    const { code, stdout, stderr } = await runProcess('bash', ['walkthrough.sh'], { cwd: dir, env, timeoutMs: 50_000 });
     const report = `exit ${code}\n--- stdout\n${stdout}\n--- stderr\n${stderr}`;
     expect(code, report).toBe(0);
     expect(stderr, report).toBe('');

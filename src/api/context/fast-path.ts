@@ -21,7 +21,7 @@ import type { AppContext } from '../../shared/app-context.js';
 import type { ValidationIssue } from '../../shared/http/openapi-app.js';
 import type { HttpPreHandler } from '../../shared/service.js';
 import { SPEC_DIR } from '../../shared/http/service-app.js';
-import { jsonTooDeep, MAX_JSON_DEPTH } from '../../shared/http/wire-guards.js';
+import { jsonTooDeep, TOO_DEEP_ISSUE } from '../../shared/http/wire-guards.js';
 import { answerContext, CONTENT_TYPE } from './answer.js';
 
 const MAX_FAST_BODY = 64 * 1024;
@@ -75,7 +75,7 @@ export function contextFastPath(ctx: AppContext): HttpPreHandler {
       try {
         const text = Buffer.concat(chunks, Math.min(size, MAX_FAST_BODY)).toString('utf8');
         if (size > MAX_FAST_BODY) issues = [{ path: '/body', rule: 'maxBodySize', message: 'body longer than its Content-Length' }];
-        else if (jsonTooDeep(text)) issues = [{ path: '/body', rule: 'maxDepth', message: `JSON nested deeper than ${MAX_JSON_DEPTH} levels` }];
+        else if (jsonTooDeep(text)) issues = [TOO_DEEP_ISSUE];
         else issues = check((body = JSON.parse(text)));
       } catch {
         body = undefined;

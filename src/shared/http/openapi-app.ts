@@ -7,7 +7,7 @@
  * - AdminKey operations: 503 `Admin API not configured` when ADMIN_API_KEY is empty,
  *   401 `Invalid admin API key` when the header is missing or wrong (constant time)
  * - a request that violates the contract: 400 `validation_error` with the violations
- *   (a body that is not JSON, or JSON nested deeper than MAX_JSON_DEPTH, included)
+ *   (a body that is not JSON, or JSON nested too deeply (wire-guards.ts), included)
  * - a body in a media type the operation does not declare: 415 `unsupported_media_type`
  * - routing is on the raw request path: `/api/agents/.` names the agent `.` (refused by
  *   its pattern), never the list that URL normalization would make of it
@@ -23,7 +23,7 @@ import addFormats from 'ajv-formats';
 import { AppError, type ValidationIssue } from '../errors.js';
 export type { ValidationIssue } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { jsonTooDeep, MAX_JSON_DEPTH, mediaTypeDeclared } from './wire-guards.js';
+import { jsonTooDeep, mediaTypeDeclared, TOO_DEEP_ISSUE } from './wire-guards.js';
 import type { ErrorReply, Handlers, OperationsShape, UncheckedRequest, UncheckedResult, ValidationFailHandler } from './contract-types.js';
 
 export const BODY_LIMIT_BYTES = 16 * 1024 * 1024;
@@ -199,7 +199,7 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
         if (declared.length > 0 && !mediaTypeDeclared(headers['content-type'], declared)) {
           refusal = { status: 415, issue: { path: '/headers/content-type', rule: 'mediaType', message: `body must be ${declared.join(' or ')} (got ${headers['content-type'] ? `"${headers['content-type']}"` : 'no Content-Type'})` } };
         } else if (jsonTooDeep(text)) {
-          refusal = { status: 400, issue: { path: '/body', rule: 'maxDepth', message: `JSON nested deeper than ${MAX_JSON_DEPTH} levels` } };
+          refusal = { status: 400, issue: TOO_DEEP_ISSUE };
         } else {
           try {
             body = JSON.parse(text);

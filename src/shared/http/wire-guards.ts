@@ -13,10 +13,13 @@
  * - A body in a media type the operation does not declare (`mediaTypeDeclared`).
  */
 import type { Duplex } from 'node:stream';
-import { AppError } from '../errors.js';
+import { AppError, type ValidationIssue } from '../errors.js';
 
 /** The deepest nesting of objects and arrays a JSON body may have (serde_json's default). */
 export const MAX_JSON_DEPTH = 128;
+
+/** The issue reported for a body that jsonTooDeep refuses (the edge's and the context fast path's). */
+export const TOO_DEEP_ISSUE: ValidationIssue = { path: '/body', rule: 'maxDepth', message: `JSON nested deeper than ${MAX_JSON_DEPTH} levels` };
 
 /** True when the JSON text nests objects/arrays deeper than `max` (strings are skipped). */
 export function jsonTooDeep(text: string, max = MAX_JSON_DEPTH): boolean {
