@@ -14,6 +14,9 @@
 import { createClient } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import type { Bench } from './run.js';
 import { closedLoop, cpuSeconds, fmt, grpcFrame, httpCaller, startHelloWorld, type LoadResult } from './load-gen.js';
 import { h2loadGrpc, haveTool, wrkRun } from './external-load.js';
@@ -25,6 +28,7 @@ import { verifyAuditChain } from '../src/core/audit/verify.js';
 import { systemClock } from '../src/shared/app-context.js';
 
 const CLIENTS = 64;
+const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'info';
 /** Server CPU per hello-world request in the last reference run (µs): a ratio that machine load distorts less than rates. */
 let helloCpuPerReq = NaN;
 
@@ -126,7 +130,11 @@ async function realRun(b: Bench, corpusDir: string, external: boolean, helloRun:
   b.print(`${fmt(helloBefore.perSecond)} req/s, p50 ${fmt(helloBefore.p50, 2)} ms, p99 ${fmt(helloBefore.p99, 2)} ms | bare node:http hello-world (reference) | - | - | ${CLIENTS} clients; server CPU ${fmt(helloCpuPerReq)} µs/request`);
   for (const workload of ['W1', 'W2'] as const) {
     const testDb = await createTestDb();
-    const proc = await spawnApi(testDb.appUrl!, randomUUID(), { DATABASE_MIGRATION_URL: testDb.ownerUrl!, LOG_LEVEL: 'error' }, ['api', 'context-grpc'], NODE_ARGS);
+    // The server logs as in production (LOG_LEVEL=info unless BENCH_LOG_LEVEL says otherwise),
+    // into a file as a log pipeline would take it; its size is printed after the runs.
+    const logFile = path.join(os.tmpdir(), `svc-bench-${workload}-${process.pid}.log`);
+    fs.rmSync(logFile, { force: true });
+    const proc = await spawnApi(testDb.appUrl!, randomUUID(), { DATABASE_MIGRATION_URL: testDb.ownerUrl!, LOG_LEVEL: LOG_LEVEL }, ['api', 'context-grpc'], NODE_ARGS, { logFile });
     try {
       const call = caller(proc.url);
       await publishCorpus(call, { workload, root: corpusDir });
@@ -169,6 +177,9 @@ async function realRun(b: Bench, corpusDir: string, external: boolean, helloRun:
     } finally {
       await proc.stop();
       await testDb.close();
+      const log = fs.readFileSync(logFile, 'utf8');
+      b.print(`server log ${workload} (LOG_LEVEL=${LOG_LEVEL}): ${log.split('\n').length - 1} lines, ${fmt(log.length / 1e6, 1)} MB`);
+      fs.rmSync(logFile, { force: true });
     }
   }
   const helloAfter = await helloRun(DURATION / 2);

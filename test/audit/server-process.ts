@@ -39,7 +39,14 @@ export interface ServerProcess {
 const NODE_FLAGS = ['--max-semi-space-size=32'];
 
 /** Starts `src/main.ts api` (and `services`) against `databaseUrl` (svc_app) and waits until /health answers. */
-export async function spawnApi(databaseUrl: string, deploymentId: string, extraEnv: Record<string, string> = {}, services: string[] = ['api'], nodeArgs: string[] = []): Promise<ServerProcess> {
+export async function spawnApi(
+  databaseUrl: string,
+  deploymentId: string,
+  extraEnv: Record<string, string> = {},
+  services: string[] = ['api'],
+  nodeArgs: string[] = [],
+  opts: { logFile?: string } = {},
+): Promise<ServerProcess> {
   const port = await freePort();
   const grpcPort = services.includes('context-grpc') ? await freePort() : 0;
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-proc-'));
@@ -57,16 +64,25 @@ export async function spawnApi(databaseUrl: string, deploymentId: string, extraE
     LOG_LEVEL: 'warn',
     ...extraEnv,
   };
-  const child = spawn(process.execPath, [...NODE_FLAGS, ...nodeArgs, '--import', 'tsx', 'src/main.ts', ...services], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // With `logFile`, the server's stderr (its log) goes to that file, as to a log pipeline,
+  // instead of into this process's memory: a benchmark at LOG_LEVEL=info writes a line per request.
+  const logFd = opts.logFile ? fs.openSync(opts.logFile, 'a') : null;
+  const child = spawn(process.execPath, [...NODE_FLAGS, ...nodeArgs, '--import', 'tsx', 'src/main.ts', ...services], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', logFd ?? 'pipe'],
+  });
+  if (logFd !== null) fs.closeSync(logFd);
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
+  child.stderr?.on('data', (d) => (out += d));
+  const output = () => (opts.logFile ? out + fs.readFileSync(opts.logFile, 'utf8').slice(-20_000) : out);
   const url = `http://127.0.0.1:${port}`;
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   // Generous: on a loaded machine tsx and the contract's validators take a while.
   const deadline = Date.now() + 150_000;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`server exited early (${child.exitCode}): ${out}`);
+    if (child.exitCode !== null) throw new Error(`server exited early (${child.exitCode}): ${output()}`);
     try {
       const r = await fetch(`${url}/health`);
       if (r.ok) break;
@@ -75,7 +91,7 @@ export async function spawnApi(databaseUrl: string, deploymentId: string, extraE
     }
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
-      throw new Error(`server did not start: ${out}`);
+      throw new Error(`server did not start: ${output()}`);
     }
     await new Promise((r) => setTimeout(r, 200));
   }
@@ -84,7 +100,7 @@ export async function spawnApi(databaseUrl: string, deploymentId: string, extraE
     await exited;
     fs.rmSync(dataDir, { recursive: true, force: true });
   };
-  return { url, grpcUrl: grpcPort ? `http://127.0.0.1:${grpcPort}` : null, child, output: () => out, stop: () => kill('SIGTERM'), kill };
+  return { url, grpcUrl: grpcPort ? `http://127.0.0.1:${grpcPort}` : null, child, output, stop: () => kill('SIGTERM'), kill };
 }
 
 export interface Answer {
