@@ -4,11 +4,14 @@
  * (PostgreSQL only) 503 naming the database while its connections are refused, then 200
  * again when it is back.
  */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, REAL, REAL_REDIS, startTestStack, type TestStack } from '../harness.js';
 import { openDb } from '../../src/core/db/index.js';
 import { readMigrations } from '../../src/core/db/migrate.js';
 import type { ServiceName } from '../../src/shared/service.js';
+import { serveReady } from '../../src/shared/readiness.js';
 import { tcpProxy } from './tcp-proxy.js';
 
 const HTTP: ServiceName[] = ['api', 'rules', 'context-webhook', 'telemetry', 'collector'];
@@ -45,6 +48,21 @@ describe('/ready on the embedded stack', () => {
     else expect(r.body.checks.redis).toBeUndefined();
     // /health stays the liveness answer.
     expect((await t.call(svc, 'GET', '/health')).body.status).toBe('ok');
+  });
+
+  it('serveReady answers the same on a plain node:http server (for 8002 over HTTP/1.1)', async () => {
+    const server = http.createServer(serveReady(t.ctx));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/ready`, { headers: { connection: 'close' } });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toBe('application/json');
+      const body = await res.json();
+      expect(body.status).toBe('ready');
+      expect(body.checks.migrations).toEqual({ ok: true });
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it('is 503 naming the migrations when the recorded ones are behind, and ready again when they are back', async () => {
