@@ -19,7 +19,7 @@ export type Readiness = components['schemas']['Readiness'];
 type Check = components['schemas']['ReadinessCheck'];
 
 /** How long the database or Redis may take to answer before the check fails. */
-export const READY_TIMEOUT_MS = 2000;
+const READY_TIMEOUT_MS = 2000;
 /** How long one readiness result is reused (a probe storm queries the database once a second). */
 const CACHE_MS = 1000;
 
@@ -62,7 +62,7 @@ async function timed(what: string, run: () => Promise<void>): Promise<Check> {
 }
 
 /** Runs every check now (no cache). */
-export async function checkReadiness(ctx: AppContext): Promise<Readiness> {
+async function checkReadiness(ctx: AppContext): Promise<Readiness> {
   const draining: Check = ctx.draining ? { ok: false, error: 'the process is shutting down' } : { ok: true };
   const redis = ctx.broker.kind === 'redis' ? timed('redis', () => ctx.broker.ping()) : undefined;
   let versions: number[] = [];
