@@ -10,6 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, REAL, REAL_REDIS, startTestStack, type TestStack } from '../harness.js';
 import { openDb } from '../../src/core/db/index.js';
 import { readMigrations } from '../../src/core/db/migrate.js';
+import { createRedisBroker } from '../../src/shared/broker.js';
+import { memoryLogger } from '../../src/shared/logger.js';
 import type { ServiceName } from '../../src/shared/service.js';
 import { serveReady } from '../../src/shared/readiness.js';
 import { tcpProxy } from './tcp-proxy.js';
@@ -149,6 +151,41 @@ describe.skipIf(!REAL)('/ready while PostgreSQL refuses connections', () => {
       await db.close();
       await proxy.stop();
       await base.close();
+    }
+  });
+});
+
+describe.skipIf(!REAL_REDIS)('/ready while Redis is unreachable', () => {
+  if (!REAL_REDIS) console.log('skipped: Redis is taken away through a TCP proxy in front of REDIS_URL (SVC_TEST_REAL=1 and REDIS_URL); the in-process broker is always ready');
+
+  it('answers 503 naming Redis while its connections are refused, and 200 again when it is back', async () => {
+    const target = new URL(process.env.REDIS_URL!);
+    const proxy = await tcpProxy(target.hostname, Number(target.port || 6379));
+    const viaProxy = new URL(process.env.REDIS_URL!);
+    viaProxy.hostname = '127.0.0.1';
+    viaProxy.port = String(proxy.port);
+    let t: TestStack | undefined;
+    try {
+      t = await startTestStack({ services: ['telemetry'], broker: () => createRedisBroker(viaProxy.toString(), memoryLogger()) });
+      const up = await t.call('telemetry', 'GET', '/ready');
+      expect(up.status).toBe(200);
+      expect(up.body.checks.redis.ok).toBe(true);
+
+      await proxy.stop();
+      const down = await readyUntil(t, 'telemetry', 503);
+      expect(down.status).toBe(503);
+      expect(down.body.checks.redis).toMatchObject({ ok: false });
+      expect(down.body.checks.redis.error).toMatch(/^redis (unreachable: [A-Za-z0-9_]+|did not answer within 2000 ms)$/);
+      expect(down.body.checks.database.ok).toBe(true);
+      expect(JSON.stringify(down.body)).not.toContain(String(proxy.port));
+
+      await proxy.start();
+      const back = await readyUntil(t, 'telemetry', 200);
+      expect(back.status).toBe(200);
+      expect(back.body.checks.redis.ok).toBe(true);
+    } finally {
+      await t?.close();
+      await proxy.stop();
     }
   });
 });
