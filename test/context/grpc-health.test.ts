@@ -5,14 +5,16 @@
  * SERVING -> NOT_SERVING when the launcher drains, and (PostgreSQL) when the database's
  * connections are refused, then SERVING again.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fromBinary } from '@bufbuild/protobuf';
 import { FileDescriptorProtoSchema } from '@bufbuild/protobuf/wkt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, REAL, startTestStack, type TestStack } from '../harness.js';
-import { runProcess, type ProcessResult } from '../run-process.js';
+import { pythonHasGrpc, runProcess, type ProcessResult } from '../run-process.js';
 import { openDb } from '../../src/core/db/index.js';
 import { tcpProxy } from '../foundation/tcp-proxy.js';
 
@@ -169,6 +171,52 @@ describe('health and reflection on 8002', () => {
     const { statuses } = JSON.parse(r.stdout);
     expect(Object.keys(statuses).sort()).toEqual(['', 'grpc.health.v1.Health', 'grpc.reflection.v1.ServerReflection', 'grpc.reflection.v1alpha.ServerReflection', 'svc.context.v1.ContextService']);
     for (const s of Object.values(statuses)) expect(s).toEqual({ status: 'SERVING' });
+  });
+});
+
+const PYTHON = '/usr/bin/python3';
+const PY_SKIP = !pythonHasGrpc(PYTHON)
+  ? `${PYTHON} cannot import grpc (python3-grpcio, python3-protobuf)`
+  : spawnSync('protoc', ['--version']).status !== 0 || spawnSync('grpc_python_plugin', ['--help']).error
+    ? 'protoc and grpc_python_plugin are needed to generate the health stubs (protobuf-compiler, protobuf-compiler-grpc)'
+    : '';
+if (PY_SKIP) console.log(`Python grpcio health client skipped: ${PY_SKIP}`);
+
+const PY_HEALTH = `
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import grpc
+import health_pb2 as pb, health_pb2_grpc as pbg
+name = pb.HealthCheckResponse.ServingStatus.Name
+out = {}
+with grpc.insecure_channel(sys.argv[2]) as ch:
+    stub = pbg.HealthStub(ch)
+    out["check"] = name(stub.Check(pb.HealthCheckRequest(service=""), timeout=10).status)
+    try:
+        stub.Check(pb.HealthCheckRequest(service="no.such.Service"), timeout=10)
+        out["unknown"] = "OK"
+    except grpc.RpcError as e:
+        out["unknown"] = e.code().name
+    watch = stub.Watch(pb.HealthCheckRequest(service="svc.context.v1.ContextService"), timeout=10)
+    out["watch"] = name(next(watch).status)
+    watch.cancel()
+print(json.dumps(out))
+`;
+
+describe.skipIf(!!PY_SKIP)('Python grpcio against gRPC health', () => {
+  it('Check and Watch answer with stubs generated from spec/grpc/health/v1/health.proto', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-health-py-'));
+    const t = await startTestStack({ services: ['context-grpc'] });
+    try {
+      const gen = spawnSync('protoc', ['-I', path.join(ROOT, 'spec/grpc/health/v1'), `--python_out=${dir}`, `--grpc_out=${dir}`, `--plugin=protoc-gen-grpc=${spawnSync('sh', ['-c', 'command -v grpc_python_plugin'], { encoding: 'utf8' }).stdout.trim()}`, 'health.proto'], { encoding: 'utf8' });
+      expect(gen.stderr).toBe('');
+      const r = await runProcess(PYTHON, ['-c', PY_HEALTH, dir, new URL(t.url('context-grpc')).host], { cwd: ROOT, env: { PATH: process.env.PATH }, timeoutMs: 30_000 });
+      expect(r.stderr).toBe('');
+      expect(JSON.parse(r.stdout)).toEqual({ check: 'SERVING', unknown: 'NOT_FOUND', watch: 'SERVING' });
+    } finally {
+      await t.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
