@@ -168,6 +168,8 @@ export async function startStack(ctx: AppContext, names: ServiceName[], ports: P
       return s.url;
     },
     async close() {
+      // Readiness and gRPC health answer "not ready" from here on (open health Watch streams end).
+      ctx.draining = true;
       await Promise.all(Object.values(services).map((s) => s!.close()));
     },
   };

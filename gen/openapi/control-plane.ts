@@ -21,6 +21,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/ready": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Readiness of the control-plane API
+         * @description Whether this process can do its work now: the database answers a trivial query
+         *     within 2 seconds, Redis answers PING (only when `REDIS_URL` is set), the migrations
+         *     recorded in the database are exactly the ones this build expects, and the process
+         *     is not shutting down. 200 when all hold, 503 naming each check that failed; the
+         *     body is the same in both. `GET /health` is the liveness answer (the process is up)
+         *     and does not look at the database. Error texts name the failure, never a host or
+         *     a connection string.
+         */
+        get: operations["getApiReady"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/docs": {
         parameters: {
             query?: never;
@@ -925,6 +951,24 @@ export interface components {
         /** @description Who revoked the key. Values starting with `system:` are reserved. */
         RevokedBy: string;
         Sha256Hex: string;
+        Readiness: {
+            /** @enum {string} */
+            status: "ready" | "not_ready";
+            checks: {
+                database: components["schemas"]["ReadinessCheck"];
+                redis?: components["schemas"]["ReadinessCheck"];
+                migrations: components["schemas"]["ReadinessCheck"];
+                draining: components["schemas"]["ReadinessCheck"];
+            };
+        };
+        /** @description One readiness check. `redis` is present only when `REDIS_URL` is set; `draining` fails once the process has begun to shut down. */
+        ReadinessCheck: {
+            ok: boolean;
+            /** @description How long the check took, in milliseconds (database and Redis). */
+            ms?: number;
+            /** @description Why the check failed (for example `database unreachable: ECONNREFUSED`). */
+            error?: string;
+        };
         Health: {
             /** @example ok */
             status: string;
@@ -1746,6 +1790,37 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             500: components["responses"]["InternalError"];
+        };
+    };
+    getApiReady: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The service is ready. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Readiness"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            500: components["responses"]["InternalError"];
+            /** @description The service is not ready; `checks` says which check failed and why. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Readiness"];
+                };
+            };
         };
     };
     getApiDocs: {

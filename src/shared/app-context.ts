@@ -25,6 +25,11 @@ export interface AppContext {
   logger: Logger;
   clock: Clock;
   license: LicenseClaims | null;
+  /**
+   * True once the process has begun to shut down (the launcher sets it before it stops the
+   * services): readiness answers not ready, gRPC health NOT_SERVING.
+   */
+  draining: boolean;
   /** Identifies this process (subscriptions, cache invalidation messages). */
   processId: string;
   /** One instance per context of a stateful component (caches, writers, schedulers). */
@@ -120,6 +125,7 @@ export async function createAppContext(config: Config, opts: CreateContextOption
     logger,
     clock,
     license,
+    draining: false,
     processId: randomUUID(),
     singleton<T>(key: string, make: () => T): T {
       if (!singletons.has(key)) singletons.set(key, make());

@@ -25,6 +25,8 @@ export interface Broker {
   onReconnect(fn: () => void): () => void;
   /** False while the connection to the broker is down (messages published meanwhile are lost). */
   connected(): boolean;
+  /** Resolves when the broker answers PING (readiness); rejects when it does not. */
+  ping(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -50,6 +52,7 @@ export function createMemoryBroker(): Broker {
     connected() {
       return true;
     },
+    async ping() {},
     async close() {
       ee.removeAllListeners();
     },
@@ -127,6 +130,10 @@ export async function createRedisBroker(url: string, logger: Logger): Promise<Br
     },
     connected() {
       return pub.status === 'ready' && sub.status === 'ready';
+    },
+    async ping() {
+      // The publishing connection has no offline queue: PING fails at once while it is down.
+      await pub.ping();
     },
     async close() {
       closing = true;

@@ -20,12 +20,16 @@ describe('broker', () => {
   it('in-process: delivers to subscribers until they unsubscribe', async () => {
     const b = createMemoryBroker();
     await roundTrip(b);
+    await expect(b.ping()).resolves.toBeUndefined();
     await b.close();
   });
   it.runIf(REAL_REDIS)('Redis: delivers across connections', async () => {
     const b = await createRedisBroker(process.env.REDIS_URL!, memoryLogger());
     await roundTrip(b);
+    await expect(b.ping()).resolves.toBeUndefined();
     await b.close();
+    // Closed: PING fails at once (no offline queue), as it does while Redis is down.
+    await expect(b.ping()).rejects.toThrow();
   });
 });
 

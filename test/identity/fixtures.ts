@@ -105,6 +105,9 @@ export function sharedBus() {
         return () => reconnectFns.delete(fn);
       },
       connected: () => !b.down,
+      async ping() {
+        if (b.down) throw new Error('broker down');
+      },
       reconnect() {
         b.down = false;
         b.silent = false;

@@ -7,6 +7,25 @@ from __future__ import annotations
 from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
 
 
+class ReadinessChecks(TypedDict):
+    database: ReadinessCheck
+    redis: NotRequired[ReadinessCheck]
+    migrations: ReadinessCheck
+    draining: ReadinessCheck
+
+
+class Readiness(TypedDict):
+    status: Literal['ready', 'not_ready']
+    checks: ReadinessChecks
+
+
+class ReadinessCheck(TypedDict):
+    """One readiness check. `redis` is present only when `REDIS_URL` is set; `draining` fails once the process has begun to shut down."""
+    ok: bool
+    ms: NotRequired[int]
+    error: NotRequired[str]
+
+
 class Health(TypedDict):
     status: str
     service: str

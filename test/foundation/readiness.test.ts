@@ -1,0 +1,191 @@
+/**
+ * `GET /ready` on every HTTP service: ready on a healthy stack, 503 naming the migrations
+ * when the recorded ones are behind, 503 naming draining once the process shuts down, and
+ * (PostgreSQL only) 503 naming the database while its connections are refused, then 200
+ * again when it is back.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDb, REAL, REAL_REDIS, startTestStack, type TestStack } from '../harness.js';
+import { openDb } from '../../src/core/db/index.js';
+import { readMigrations } from '../../src/core/db/migrate.js';
+import { createRedisBroker } from '../../src/shared/broker.js';
+import { memoryLogger } from '../../src/shared/logger.js';
+import type { ServiceName } from '../../src/shared/service.js';
+import { serveReady } from '../../src/shared/readiness.js';
+import { tcpProxy } from './tcp-proxy.js';
+
+const HTTP: ServiceName[] = ['api', 'rules', 'context-webhook', 'telemetry', 'collector'];
+
+/** Asks until `want` answers (readiness is reused for a second), at most ~6 s. */
+async function readyUntil(t: TestStack, svc: ServiceName, want: number): Promise<{ status: number; body: any }> {
+  let r = await t.call(svc, 'GET', '/ready');
+  for (let i = 0; i < 60 && r.status !== want; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    r = await t.call(svc, 'GET', '/ready');
+  }
+  return r;
+}
+
+describe('/ready on the embedded stack', () => {
+  let t: TestStack;
+  beforeAll(async () => {
+    t = await startTestStack();
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it.each(HTTP)('%s is ready', async (svc) => {
+    const r = await t.call(svc, 'GET', '/ready');
+    expect(r.status).toBe(200);
+    expect(r.body.status).toBe('ready');
+    expect(r.body.checks.database.ok).toBe(true);
+    expect(typeof r.body.checks.database.ms).toBe('number');
+    expect(r.body.checks.migrations).toEqual({ ok: true });
+    expect(r.body.checks.draining).toEqual({ ok: true });
+    // Redis is checked only when the broker is Redis.
+    if (REAL_REDIS) expect(r.body.checks.redis.ok).toBe(true);
+    else expect(r.body.checks.redis).toBeUndefined();
+    // /health stays the liveness answer.
+    expect((await t.call(svc, 'GET', '/health')).body.status).toBe('ok');
+  });
+
+  it('serveReady answers the same on a plain node:http server (for 8002 over HTTP/1.1)', async () => {
+    const server = http.createServer(serveReady(t.ctx));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/ready`, { headers: { connection: 'close' } });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toBe('application/json');
+      const body = await res.json();
+      expect(body.status).toBe('ready');
+      expect(body.checks.migrations).toEqual({ ok: true });
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it('is 503 naming the migrations when the recorded ones are behind, and ready again when they are back', async () => {
+    const last = readMigrations().at(-1)!;
+    const [row] = await t.testDb.owner.query('SELECT version, name, checksum, applied_at FROM schema_migrations WHERE version = $1', [last.version]);
+    await t.testDb.owner.query('DELETE FROM schema_migrations WHERE version = $1', [last.version]);
+    try {
+      const r = await readyUntil(t, 'api', 503);
+      expect(r.status).toBe(503);
+      expect(r.body.status).toBe('not_ready');
+      expect(r.body.checks.migrations).toEqual({ ok: false, error: `not applied: ${last.version}` });
+      expect(r.body.checks.database.ok).toBe(true);
+    } finally {
+      await t.testDb.owner.query('INSERT INTO schema_migrations (version, name, checksum, applied_at) VALUES ($1, $2, $3, $4)', [row!.version, row!.name, row!.checksum, row!.applied_at]);
+    }
+    expect((await readyUntil(t, 'api', 200)).status).toBe(200);
+  });
+
+  it('is 503 naming a migration this build does not know', async () => {
+    await t.testDb.owner.query("INSERT INTO schema_migrations (version, name, checksum) VALUES (9999, 'from_a_newer_build', 'x')");
+    try {
+      const r = await readyUntil(t, 'rules', 503);
+      expect(r.status).toBe(503);
+      expect(r.body.checks.migrations).toEqual({ ok: false, error: 'unknown to this build: 9999' });
+    } finally {
+      await t.testDb.owner.query('DELETE FROM schema_migrations WHERE version = 9999');
+    }
+    expect((await readyUntil(t, 'rules', 200)).status).toBe(200);
+  });
+
+  it('is 503 naming draining once the process shuts down (seen at once, not after the cache)', async () => {
+    t.ctx.draining = true;
+    try {
+      for (const svc of HTTP) {
+        const r = await t.call(svc, 'GET', '/ready');
+        expect(r.status).toBe(503);
+        expect(r.body.checks.draining).toEqual({ ok: false, error: 'the process is shutting down' });
+        expect(r.body.checks.database.ok).toBe(true);
+      }
+    } finally {
+      t.ctx.draining = false;
+    }
+    expect((await t.call('collector', 'GET', '/ready')).status).toBe(200);
+  });
+});
+
+describe.skipIf(!REAL)('/ready while PostgreSQL refuses connections', () => {
+  if (!REAL) console.log('skipped: the database check is taken away through a TCP proxy in front of PostgreSQL (SVC_TEST_REAL=1 and DATABASE_URL); PGlite runs in process and cannot be cut off');
+
+  it('answers 503 naming the database while its connections are refused, and 200 again when it is back', async () => {
+    const base = await createTestDb();
+    const target = new URL(base.appUrl!);
+    const proxy = await tcpProxy(target.hostname, Number(target.port || 5432));
+    const viaProxy = new URL(base.appUrl!);
+    viaProxy.hostname = '127.0.0.1';
+    viaProxy.port = String(proxy.port);
+    const db = await openDb({ url: viaProxy.toString(), password: 'svc-test-only-password-0000', max: 2 });
+    let t: TestStack | undefined;
+    try {
+      t = await startTestStack({ services: ['api', 'collector'], testDb: { ...base, db } });
+      expect((await t.call('api', 'GET', '/ready')).status).toBe(200);
+
+      await proxy.stop();
+      const down = await readyUntil(t, 'api', 503);
+      expect(down.status).toBe(503);
+      expect(down.body.status).toBe('not_ready');
+      expect(down.body.checks.database.ok).toBe(false);
+      expect(down.body.checks.database.error).toMatch(/^database (unreachable: [A-Za-z0-9_]+|did not answer within 2000 ms)$/);
+      expect(down.body.checks.database.ms).toBeLessThanOrEqual(2000 + 500);
+      expect(down.body.checks.migrations).toEqual({ ok: false, error: 'not checked: the database is unreachable' });
+      // No host, port, user or database name in what the probe shows.
+      const text = JSON.stringify(down.body);
+      for (const secret of [String(proxy.port), target.hostname, 'svc_app', target.pathname.slice(1)]) expect(text).not.toContain(secret);
+      expect((await t.call('collector', 'GET', '/ready')).status).toBe(503);
+      // Liveness does not depend on the database.
+      expect((await t.call('api', 'GET', '/health')).status).toBe(200);
+
+      await proxy.start();
+      const up = await readyUntil(t, 'api', 200);
+      expect(up.status).toBe(200);
+      expect(up.body.checks.database.ok).toBe(true);
+    } finally {
+      await t?.close();
+      await db.close();
+      await proxy.stop();
+      await base.close();
+    }
+  });
+});
+
+describe.skipIf(!REAL_REDIS)('/ready while Redis is unreachable', () => {
+  if (!REAL_REDIS) console.log('skipped: Redis is taken away through a TCP proxy in front of REDIS_URL (SVC_TEST_REAL=1 and REDIS_URL); the in-process broker is always ready');
+
+  it('answers 503 naming Redis while its connections are refused, and 200 again when it is back', async () => {
+    const target = new URL(process.env.REDIS_URL!);
+    const proxy = await tcpProxy(target.hostname, Number(target.port || 6379));
+    const viaProxy = new URL(process.env.REDIS_URL!);
+    viaProxy.hostname = '127.0.0.1';
+    viaProxy.port = String(proxy.port);
+    let t: TestStack | undefined;
+    try {
+      t = await startTestStack({ services: ['telemetry'], broker: () => createRedisBroker(viaProxy.toString(), memoryLogger()) });
+      const up = await t.call('telemetry', 'GET', '/ready');
+      expect(up.status).toBe(200);
+      expect(up.body.checks.redis.ok).toBe(true);
+
+      await proxy.stop();
+      const down = await readyUntil(t, 'telemetry', 503);
+      expect(down.status).toBe(503);
+      expect(down.body.checks.redis).toMatchObject({ ok: false });
+      expect(down.body.checks.redis.error).toMatch(/^redis (unreachable: [A-Za-z0-9_]+|did not answer within 2000 ms)$/);
+      expect(down.body.checks.database.ok).toBe(true);
+      expect(JSON.stringify(down.body)).not.toContain(String(proxy.port));
+
+      await proxy.start();
+      const back = await readyUntil(t, 'telemetry', 200);
+      expect(back.status).toBe(200);
+      expect(back.body.checks.redis.ok).toBe(true);
+    } finally {
+      await t?.close();
+      await proxy.stop();
+    }
+  });
+});
