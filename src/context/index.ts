@@ -23,6 +23,11 @@ export const contextGrpcService: GrpcServiceDef = {
   // Plain binary gRPC RequestContext and Subscribe are served straight on the HTTP/2 stream
   // (see request-context-h2.ts and subscribe-h2.ts).
   preHandle: contextPreHandle,
+  // GET /health over HTTP/1.1 and HTTP/2, the liveness answer of the other services.
+  plainRoutes: () => {
+    const health = healthHandler('context');
+    return { '/health': () => ({ status: 200, body: JSON.stringify(health().body) }) };
+  },
   // Ends Subscribe streams cleanly before the server drains its connections.
   start: startFanout,
 };
