@@ -84,7 +84,7 @@ describe('RPCs over HTTP/1.1', () => {
     expect(JSON.parse(r.text)).toMatchObject({ success: true, agentId });
   });
 
-  it('a wrong key is refused in the RPC's own answer over HTTP/1.1 too', async () => {
+  it('a wrong key is refused in the RPC\'s own answer over HTTP/1.1 too', async () => {
     const r = await h1('context-grpc', 'POST', PATH, { 'content-type': 'application/json' }, JSON.stringify({ apiKey: 'sk-not-a-key', taskType: 'code_review' }));
     // RequestContext answers a refused key in its message (success false), as over HTTP/2.
     expect(r.status).toBe(200);
