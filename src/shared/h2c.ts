@@ -70,8 +70,6 @@ const HTTP1_OPTIONS: http.ServerOptions = {
 /** The HTTP/2 client preface (RFC 9113 3.4). */
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 
-/** A request/response pair as both node:http and node:http2's compatibility API give them. */
-export type Http1Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 
 export interface PortServerOptions {
   /** Every HTTP/2 stream. */
@@ -82,7 +80,7 @@ export interface PortServerOptions {
    */
   onStreamError: (e: Error) => void;
   /** Every HTTP/1.1 request (absent: HTTP/1 connections are closed unanswered). */
-  onHttp1Request?: Http1Handler;
+  onHttp1Request?: (req: http.IncomingMessage, res: http.ServerResponse) => void;
   /** An HTTP/2 session with no frame in or out for this long is destroyed. */
   idleTimeoutMs: number;
   /** A connection that has not shown which protocol it speaks by then is closed (10 s). */

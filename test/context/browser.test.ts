@@ -5,7 +5,7 @@
  * another loopback port, so every call is cross-origin: from an origin listed in
  * CORS_ORIGINS each answers; from an unlisted one each fails in the browser (its preflight
  * is refused) and no context request reaches the service. The page's script is bundled
- * here with esbuild from connect-web and the generated gen/proto/context_pb.ts. Skipped,
+ * here with esbuild (browser-page.ts, which imports connect-web and gen/proto/context_pb.ts). Skipped,
  * saying why, only when no Chromium is found (`make browser` installs it).
  */
 import { existsSync } from 'node:fs';
@@ -18,38 +18,15 @@ import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestStack, type TestStack } from '../harness.js';
 import { issueKey, makeAgent } from '../identity/fixtures.js';
+import type { PageResults as Results } from './browser-page.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p): p is string => !!p && existsSync(p));
 if (!CHROMIUM) console.warn('test/context/browser.test.ts skipped: no Chromium at $CHROMIUM_PATH, /usr/bin/chromium or /usr/bin/chromium-browser (make browser installs Debian\'s chromium)');
 
-/** The page's script: four connect-web transports, one RequestContext call each. */
-const ENTRY = `
-import { createClient } from '@connectrpc/connect';
-import { createConnectTransport, createGrpcWebTransport } from '@connectrpc/connect-web';
-import { ContextService } from './gen/proto/context_pb.ts';
+/** The page's script (bundled for the browser in beforeAll). */
+const ENTRY = path.join(ROOT, 'test/context/browser-page.ts');
 
-globalThis.runCalls = async (baseUrl, apiKey) => {
-  const transports = {
-    'connect binary': createConnectTransport({ baseUrl, useBinaryFormat: true }),
-    'connect json': createConnectTransport({ baseUrl, useBinaryFormat: false }),
-    'grpc-web binary': createGrpcWebTransport({ baseUrl, useBinaryFormat: true }),
-    'grpc-web json': createGrpcWebTransport({ baseUrl, useBinaryFormat: false }),
-  };
-  const out = {};
-  for (const [name, transport] of Object.entries(transports)) {
-    try {
-      const r = await createClient(ContextService, transport).requestContext({ apiKey, taskType: 'code_review' });
-      out[name] = { success: r.success, agentId: r.agentId };
-    } catch (e) {
-      out[name] = { error: String(e && e.message || e) };
-    }
-  }
-  return out;
-};
-`;
-
-type Results = Record<string, { success?: boolean; agentId?: string; error?: string }>;
 
 /** A page server: `/` loads `/app.js` (the bundle). */
 async function pageServer(script: string): Promise<{ origin: string; server: http.Server }> {
@@ -76,7 +53,7 @@ describe.skipIf(!CHROMIUM)('connect-web in Chromium against 8002 over HTTP/1.1',
 
   beforeAll(async () => {
     const bundle = await build({
-      stdin: { contents: ENTRY, resolveDir: ROOT, sourcefile: 'browser-entry.js', loader: 'js' },
+      entryPoints: [ENTRY],
       bundle: true,
       write: false,
       format: 'iife',

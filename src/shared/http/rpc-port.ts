@@ -19,7 +19,7 @@ import type { Logger } from '../logger.js';
 import { applyCors, RPC_CORS } from './cors.js';
 
 /** What a plain route answers (built without the request: health, readiness, metrics). */
-export interface PlainAnswer {
+interface PlainAnswer {
   status: number;
   /** Content-Type included; defaults to JSON when absent. */
   headers?: Record<string, string>;
