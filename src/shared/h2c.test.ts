@@ -183,4 +183,20 @@ describe('one port, two protocols', () => {
       relay.close();
     }
   });
+
+  it('a graceful close ends a connection that has not spoken yet, without waiting for the preface timeout', async () => {
+    h2 = createH2cServer({ onStream, onStreamError: () => {}, onHttp1Request: onHttp1, idleTimeoutMs: 60_000, prefaceTimeoutMs: 60_000 });
+    await new Promise<void>((r) => h2!.server.listen(0, '127.0.0.1', r));
+    const sock = net.connect((h2.server.address() as AddressInfo).port, '127.0.0.1');
+    sock.on('error', () => {});
+    await new Promise((r) => sock.once('connect', r));
+    sock.write('PRI * HT');
+    const closed = new Promise((r) => sock.once('close', r));
+    // (the accept has reached the server once it saw the bytes; give it the turn)
+    await new Promise((r) => setTimeout(r, 50));
+    h2.closeSessions();
+    await new Promise<void>((r) => h2!.server.close(() => r()));
+    await closed;
+    h2 = undefined;
+  });
 });

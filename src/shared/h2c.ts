@@ -112,6 +112,8 @@ export function createH2cServer(opts: PortServerOptions): H2cServer {
   h2.on('session', (session) => {
     sessions.add(session);
     session.once('close', () => sessions.delete(session));
+    // A connection accepted before the port began closing and whose preface came after.
+    if (closing) session.close();
     // A session with no frame in or out for idleTimeoutMs is destroyed. Besides idle clients,
     // this ends a flooding peer that left: once its unread ACKs fill our queue nghttp2 stops
     // reading the socket, so the peer's close is never seen and the session would stay.
@@ -141,6 +143,8 @@ export function createH2cServer(opts: PortServerOptions): H2cServer {
   // front below does), so it is told it does. Its check interval is cleared by h1.close().
   h1.emit('listening');
   const h1Sockets = new Set<net.Socket>();
+  // Connections that have not yet shown their protocol.
+  const undecided = new Set<net.Socket>();
 
   const server = net.createServer({
     // Nagle off (node:http sets it, node:http2 does not): a call's HEADERS, DATA and trailers
@@ -149,10 +153,16 @@ export function createH2cServer(opts: PortServerOptions): H2cServer {
     noDelay: true,
   });
   server.on('connection', (socket) => {
+    if (closing) {
+      socket.destroy();
+      return;
+    }
+    undecided.add(socket);
     let seen: Buffer = Buffer.alloc(0);
     const timer = setTimeout(() => socket.destroy(), prefaceTimeoutMs);
     const hand = (to: 'h2' | 'h1') => {
       clearTimeout(timer);
+      undecided.delete(socket);
       socket.off('data', onData);
       socket.off('error', onError);
       socket.off('close', onClose);
@@ -177,7 +187,10 @@ export function createH2cServer(opts: PortServerOptions): H2cServer {
       // else: a prefix of the preface so far; wait for more (or the timeout).
     };
     const onError = () => socket.destroy();
-    const onClose = () => clearTimeout(timer);
+    const onClose = () => {
+      clearTimeout(timer);
+      undecided.delete(socket);
+    };
     socket.on('data', onData);
     socket.on('error', onError);
     socket.once('close', onClose);
@@ -186,6 +199,8 @@ export function createH2cServer(opts: PortServerOptions): H2cServer {
     server,
     closeSessions: () => {
       closing = true;
+      // A connection that has sent no request yet has nothing to finish.
+      for (const s of undecided) s.destroy();
       for (const s of sessions) s.close();
       for (const res of h1Busy) if (!res.headersSent) res.shouldKeepAlive = false;
       // Closes the idle keep-alive connections and stops the timeout checks.
