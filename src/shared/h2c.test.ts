@@ -199,4 +199,24 @@ describe('one port, two protocols', () => {
     await closed;
     h2 = undefined;
   });
+
+  it('HTTP/1.1: a request whose headers do not arrive in time is answered 408 with the error body (node\'s timeout checks run on this server)', async () => {
+    h2 = createH2cServer({
+      onStream,
+      onStreamError: () => {},
+      onHttp1Request: onHttp1,
+      idleTimeoutMs: 60_000,
+      http1Timeouts: { headersTimeout: 300, requestTimeout: 300, connectionsCheckingInterval: 50 },
+    });
+    await new Promise<void>((r) => h2!.server.listen(0, '127.0.0.1', r));
+    const out = await new Promise<string>((resolve, reject) => {
+      const sock = net.connect((h2!.server.address() as AddressInfo).port, '127.0.0.1', () => sock.write('GET /slow HTTP/1.1\r\nHost: x\r\n'));
+      const chunks: Buffer[] = [];
+      sock.on('data', (c: Buffer) => chunks.push(c));
+      sock.on('error', reject);
+      sock.on('close', () => resolve(Buffer.concat(chunks).toString('latin1')));
+    });
+    expect(out.split('\r\n')[0]).toBe('HTTP/1.1 408 Request Timeout');
+    expect(JSON.parse(out.split('\r\n\r\n')[1]!).error).toBe('validation_error');
+  });
 });

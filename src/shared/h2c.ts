@@ -85,6 +85,8 @@ export interface PortServerOptions {
   idleTimeoutMs: number;
   /** A connection that has not shown which protocol it speaks by then is closed (10 s). */
   prefaceTimeoutMs?: number;
+  /** Overrides of the HTTP/1.1 server's timeouts (tests shorten them). */
+  http1Timeouts?: Pick<http.ServerOptions, 'headersTimeout' | 'requestTimeout' | 'keepAliveTimeout' | 'connectionsCheckingInterval'>;
 }
 
 /** The listening server plus the HTTP/2 sessions and HTTP/1.1 connections it holds (for a graceful close). */
@@ -129,7 +131,7 @@ export function createH2cServer(opts: PortServerOptions): H2cServer {
 
   let closing = false;
   const h1Busy = new Set<http.ServerResponse>();
-  const h1 = http.createServer(HTTP1_OPTIONS, (req, res) => {
+  const h1 = http.createServer({ ...HTTP1_OPTIONS, ...opts.http1Timeouts }, (req, res) => {
     // Once the port is closing, each answer ends its connection (no keep-alive).
     if (closing) res.shouldKeepAlive = false;
     h1Busy.add(res);
