@@ -13,7 +13,8 @@ import { createConnectTransport, createGrpcWebTransport } from '@connectrpc/conn
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestStack, type TestStack } from '../harness.js';
 import { issueKey, makeAgent } from '../identity/fixtures.js';
-import { ContextService } from '../../gen/proto/context_pb.js';
+import { ContextMessageType, ContextService, type ContextMessage } from '../../gen/proto/context_pb.js';
+import { agentWithKey, moveTag, taggedBundle } from './fixtures.js';
 
 const PATH = '/svc.context.v1.ContextService/RequestContext';
 const LISTED = 'http://app.example:8443';
@@ -104,6 +105,35 @@ describe('RPCs over HTTP/1.1', () => {
     const res = await client.requestContext({ apiKey, taskType: 'code_review' });
     expect(res.success).toBe(true);
     expect(res.agentId).toBe(agentId);
+  });
+});
+
+describe('Subscribe (server streaming) over HTTP/1.1', () => {
+  it.each(['connect', 'grpc-web'] as const)('%s: the SNAPSHOT, then an UPDATE when the tag moves', async (protocol) => {
+    const { tag, bundleId } = await taggedBundle(t);
+    const a = await agentWithKey(t);
+    const opts = { baseUrl: t.url('context-grpc'), httpVersion: '1.1' as const, useBinaryFormat: true, nodeOptions: { agent: false } };
+    const transport = protocol === 'connect' ? createConnectTransport(opts) : createGrpcWebTransport(opts);
+    const ac = new AbortController();
+    const got: ContextMessage[] = [];
+    let snapshot!: () => void;
+    const first = new Promise<void>((r) => (snapshot = r));
+    const reading = (async () => {
+      try {
+        for await (const m of createClient(ContextService, transport).subscribe({ tag, agentId: a.agentId, authToken: a.token }, { signal: ac.signal })) {
+          if (m.type === ContextMessageType.HEARTBEAT) continue;
+          got.push(m);
+          if (got.length === 1) snapshot();
+          if (got.length === 2) ac.abort();
+        }
+      } catch (e) {
+        if (!ac.signal.aborted) throw e;
+      }
+    })();
+    await Promise.race([first, reading]);
+    await moveTag(t, tag, bundleId, '1.1.0');
+    await reading;
+    expect(got.map((m) => m.type)).toEqual([ContextMessageType.SNAPSHOT, ContextMessageType.UPDATE]);
   });
 });
 
