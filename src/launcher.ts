@@ -10,7 +10,7 @@ import { serve } from '@hono/node-server';
 import { ConnectError, type Interceptor } from '@connectrpc/connect';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import { createH2cServer, MAX_MESSAGE_BYTES, type H2cServer } from './shared/h2c.js';
-import { applyCors, REST_CORS } from './shared/http/cors.js';
+import { applyCors } from './shared/http/cors.js';
 import { rpcPortHandler } from './shared/http/rpc-port.js';
 import type { AppContext } from './shared/app-context.js';
 import type { ServiceName } from './shared/service.js';
@@ -56,10 +56,12 @@ async function startOne(ctx: AppContext, name: ServiceName, portOverride?: numbe
     const app = await def.createApp(ctx);
     // A service may serve some requests itself before the app (see HttpServiceDef.preHandle).
     const pre = def.preHandle?.(ctx);
-    // The control plane (8000) answers browsers of the CORS_ORIGINS (see http/cors.ts), its
-    // fast path included: the headers are set on node's response before either writes it.
+    // A service with a CORS policy (the control plane) answers browsers of the CORS_ORIGINS
+    // (see http/cors.ts), its fast path included: the headers are set on node's response
+    // before either writes it.
     const origins = new Set(ctx.config.corsOrigins);
-    const cors = def.name === 'api' ? (req: http.IncomingMessage, res: http.ServerResponse) => applyCors(origins, REST_CORS, req.method, req.headers, res) : null;
+    const policy = def.cors;
+    const cors = policy ? (req: http.IncomingMessage, res: http.ServerResponse) => applyCors(origins, policy, req.method, req.headers, res) : null;
     // serve() always calls createServer(serverOptions, listener); the cast names that call as node:http's overloads.
     const createServer = (
       pre || cors

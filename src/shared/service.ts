@@ -9,6 +9,7 @@ import type { Hono } from 'hono';
 import type { AppContext } from './app-context.js';
 import type { Config } from './config.js';
 import type { Context as OaContext } from 'openapi-backend';
+import type { CorsPolicy } from './http/cors.js';
 import type { PlainRoute } from './http/rpc-port.js';
 import type { Handlers, OperationsShape, UncheckedRequest, UncheckedResult, ValidationFailHandler } from './http/contract-types.js';
 
@@ -33,6 +34,11 @@ export interface HttpServiceDef extends ServiceBase {
    * request itself (a hot path on node:http), false to leave it to the app.
    */
   preHandle?(ctx: AppContext): HttpPreHandler;
+  /**
+   * Optional: what a browser page of a CORS_ORIGINS origin may send and read (preflights
+   * answered, allow headers set, before preHandle and the app; see http/cors.ts).
+   */
+  cors?: CorsPolicy;
 }
 
 /** A hot-path handler on node:http: true when it took the request. */
