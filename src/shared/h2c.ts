@@ -50,7 +50,8 @@ const H2C_OPTIONS: http2.ServerOptions = {
   // Protocol-violating frames and refused streams a session may send before it is ended.
   maxSessionInvalidFrames: 1000,
   maxSessionRejectedStreams: 100,
-  // A connection that never completes the preface is closed after 10 s.
+  // A session whose preface bytes were right but whose first SETTINGS never comes is closed
+  // after 10 s (the front below already waited for the preface itself).
   unknownProtocolTimeout: 10_000,
 };
 
@@ -69,7 +70,6 @@ const HTTP1_OPTIONS: http.ServerOptions = {
 
 /** The HTTP/2 client preface (RFC 9113 3.4). */
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
-
 
 export interface PortServerOptions {
   /** Every HTTP/2 stream. */
@@ -109,6 +109,8 @@ export interface H2cServer {
 export function createH2cServer(opts: PortServerOptions): H2cServer {
   const { onStream, onStreamError, idleTimeoutMs } = opts;
   const prefaceTimeoutMs = opts.prefaceTimeoutMs ?? 10_000;
+  // Set by closeSessions: what arrives after it is not served.
+  let closing = false;
   const h2 = http2.createServer(H2C_OPTIONS);
   const sessions = new Set<http2.ServerHttp2Session>();
   h2.on('session', (session) => {
@@ -129,7 +131,6 @@ export function createH2cServer(opts: PortServerOptions): H2cServer {
     onStream(stream, headers, rawHeaders);
   });
 
-  let closing = false;
   const h1Busy = new Set<http.ServerResponse>();
   const h1 = http.createServer({ ...HTTP1_OPTIONS, ...opts.http1Timeouts }, (req, res) => {
     // Once the port is closing, each answer ends its connection (no keep-alive).
