@@ -4,7 +4,7 @@ SHELL := /bin/bash
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 SPECS := control-plane rules context-webhook telemetry collector
 
-.PHONY: install run test test-embedded test-real gen gen-check lint typecheck fuzz bench bench-tools browser py-tools conformance clean
+.PHONY: install run test test-embedded test-real gen gen-check lint typecheck fuzz bench bench-tools browser caddy py-tools conformance clean
 
 node_modules/.installed: package.json package-lock.json clients/ts/package.json
 	npm ci --no-audit --no-fund
@@ -90,9 +90,18 @@ browser:
 	      { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1; }; }; } || \
 	  echo "chromium could not be installed: test/docs/docs.test.ts is skipped" >&2
 
+# Debian's caddy, when missing, for test/deploy/caddy.test.ts (deploy/Caddyfile validated and
+# run in front of the services); where it cannot be installed that test is skipped and says why.
+caddy:
+	@command -v caddy >/dev/null || \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	    { DEBIAN_FRONTEND=noninteractive apt-get install -y -q caddy >/dev/null 2>&1 || \
+	      { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q caddy >/dev/null 2>&1; }; }; } || \
+	  echo "caddy could not be installed: test/deploy/caddy.test.ts is skipped" >&2
+
 # The whole suite on the embedded default (PGlite, in-process broker), then, when
 # DATABASE_URL / REDIS_URL are set, again on PostgreSQL and Redis.
-test: install typecheck browser py-tools
+test: install typecheck browser caddy py-tools
 	@$(MAKE) --no-print-directory test-embedded
 	@if [ -n "$$DATABASE_URL" ]; then $(MAKE) --no-print-directory test-real; fi
 

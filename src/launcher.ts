@@ -10,6 +10,8 @@ import { serve } from '@hono/node-server';
 import { ConnectError, type Interceptor } from '@connectrpc/connect';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import { createH2cServer, MAX_MESSAGE_BYTES, type H2cServer } from './shared/h2c.js';
+import { applyCors } from './shared/http/cors.js';
+import { rpcPortHandler } from './shared/http/rpc-port.js';
 import type { AppContext } from './shared/app-context.js';
 import type { ServiceName } from './shared/service.js';
 import { answerClientError } from './shared/http/wire-guards.js';
@@ -54,10 +56,17 @@ async function startOne(ctx: AppContext, name: ServiceName, portOverride?: numbe
     const app = await def.createApp(ctx);
     // A service may serve some requests itself before the app (see HttpServiceDef.preHandle).
     const pre = def.preHandle?.(ctx);
+    // A service with a CORS policy (the control plane) answers browsers of the CORS_ORIGINS
+    // (see http/cors.ts), its fast path included: the headers are set on node's response
+    // before either writes it.
+    const origins = new Set(ctx.config.corsOrigins);
+    const policy = def.cors;
+    const cors = policy ? (req: http.IncomingMessage, res: http.ServerResponse) => applyCors(origins, policy, req.method, req.headers, res) : null;
     // serve() always calls createServer(serverOptions, listener); the cast names that call as node:http's overloads.
     const createServer = (
-      pre
-        ? (o: http.ServerOptions, listener: http.RequestListener) => http.createServer(o, (req, res) => void (pre(req, res) || listener(req, res)))
+      pre || cors
+        ? (o: http.ServerOptions, listener: http.RequestListener) =>
+            http.createServer(o, (req, res) => void (cors?.(req, res) || pre?.(req, res) || listener(req, res)))
         : http.createServer
     ) as typeof http.createServer;
     server = serve({ fetch: app.fetch, port: wanted, hostname: host, createServer, autoCleanupIncoming: false }) as http.Server;
@@ -74,24 +83,40 @@ async function startOne(ctx: AppContext, name: ServiceName, portOverride?: numbe
     // gRPC client advertises gzip, and gzipping each context answer and each Subscribe
     // message (tens of KB, for every stream of a tag) costs far more CPU than loopback or
     // LAN bandwidth saves. A message is compressed only from compressMinBytes up.
+    // The router's request paths, as it registers them (the port answers 404 for others).
+    const rpcPaths = new Set<string>();
+    const routes = def.routes(ctx);
     const connect = connectNodeAdapter({
-      routes: def.routes(ctx),
+      routes: (router) => {
+        routes(router);
+        for (const h of router.handlers) rpcPaths.add(h.requestPath);
+      },
       compressMinBytes: Number.MAX_SAFE_INTEGER,
       readMaxBytes: MAX_MESSAGE_BYTES,
       interceptors: [logFailures(ctx)],
+    });
+    // CORS, the plain routes (/health) and the router, on both protocols (http/rpc-port.ts).
+    const handle = rpcPortHandler({
+      connect,
+      rpcPaths,
+      plainRoutes: def.plainRoutes?.(ctx) ?? {},
+      corsOrigins: new Set(ctx.config.corsOrigins),
+      logger: ctx.logger.child({ service: name }),
     });
     // A service may serve some requests itself before the router (see GrpcServiceDef.preHandle);
     // the others get node's compatibility request and response, as http2.createServer's own
     // 'request' event would give them (minus Expect: 100-continue, which gRPC does not use).
     const pre = def.preHandle?.(ctx);
-    h2 = createH2cServer(
-      (stream, headers, rawHeaders) => {
+    h2 = createH2cServer({
+      onStream: (stream, headers, rawHeaders) => {
         if (pre?.(stream, headers)) return;
-        connect(new http2.Http2ServerRequest(stream, headers, {}, rawHeaders), new http2.Http2ServerResponse(stream));
+        handle(new http2.Http2ServerRequest(stream, headers, {}, rawHeaders), new http2.Http2ServerResponse(stream));
       },
-      (e) => ctx.logger.debug('grpc stream error', { error: e.message }),
-      h2IdleTimeoutMs(ctx.config.contextStream.heartbeatSeconds),
-    );
+      onStreamError: (e) => ctx.logger.debug('grpc stream error', { error: e.message }),
+      // HTTP/1.1 on the same port (browsers, HTTP/1.1 proxies): Connect unary, gRPC-Web, /health.
+      onHttp1Request: handle,
+      idleTimeoutMs: h2IdleTimeoutMs(ctx.config.contextStream.heartbeatSeconds),
+    });
     server = h2.server;
     await listening(server, wanted, host);
   }

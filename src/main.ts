@@ -44,7 +44,6 @@ async function main(argv: string[]): Promise<void> {
     throw e;
   }
   const stack = await startStack(ctx, names as ServiceName[]);
-  for (const s of Object.values(stack.services)) logger.info('listening', { service: s!.name, url: s!.url });
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
@@ -56,6 +55,9 @@ async function main(argv: string[]): Promise<void> {
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+  // Logged once the signals are handled: a supervisor that stops the service as soon as it
+  // reads this line (a test, a unit's ExecStartPost) gets the graceful stop, not a kill.
+  for (const s of Object.values(stack.services)) logger.info('listening', { service: s!.name, url: s!.url });
 }
 
 main(process.argv.slice(2)).catch((e) => {

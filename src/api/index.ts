@@ -1,5 +1,7 @@
 /** The control-plane API service (port 8000). */
 import type { operations } from '../../gen/openapi/control-plane.js';
+import type { HttpServiceDef } from '../shared/service.js';
+import { REST_CORS } from '../shared/http/cors.js';
 import { docsRoutes } from '../shared/http/docs.js';
 import { healthHandler, httpService } from '../shared/http/service-app.js';
 import { readyHandler } from '../shared/readiness.js';
@@ -12,20 +14,24 @@ import { routes as deployments } from './deployments/routes.js';
 import { routes as audit } from './audit/routes.js';
 import { routes as context } from './context/routes.js';
 
-export const apiService = httpService<operations>()({
-  name: 'api',
-  specFile: 'openapi-control-plane.yaml',
-  port: (c) => c.ports.api,
-  modules: [
-    { handlers: { getApiHealth: healthHandler('api'), getApiReady: readyHandler(), getContextApiHealth: healthHandler('context') } },
-    agents,
-    keys,
-    mcpServers,
-    bundles,
-    tags,
-    deployments,
-    audit,
-    context,
-    docsRoutes('Api', 'openapi-control-plane.yaml'),
-  ],
-});
+export const apiService: HttpServiceDef = {
+  ...httpService<operations>()({
+    name: 'api',
+    specFile: 'openapi-control-plane.yaml',
+    port: (c) => c.ports.api,
+    modules: [
+      { handlers: { getApiHealth: healthHandler('api'), getApiReady: readyHandler(), getContextApiHealth: healthHandler('context') } },
+      agents,
+      keys,
+      mcpServers,
+      bundles,
+      tags,
+      deployments,
+      audit,
+      context,
+      docsRoutes('Api', 'openapi-control-plane.yaml'),
+    ],
+  }),
+  // Browser pages of CORS_ORIGINS may call the control plane (README: CORS).
+  cors: REST_CORS,
+};

@@ -3,7 +3,7 @@ import type { GrpcServiceDef } from '../shared/service.js';
 import type { operations } from '../../gen/openapi/context-webhook.js';
 import { docsRoutes } from '../shared/http/docs.js';
 import { healthHandler, httpService } from '../shared/http/service-app.js';
-import { readyHandler } from '../shared/readiness.js';
+import { readiness, readyHandler } from '../shared/readiness.js';
 import { routes as webhook } from './webhook/routes.js';
 import { contextPreHandle, contextRoutes } from './grpc/routes.js';
 import { startFanout } from './fanout/index.js';
@@ -24,6 +24,18 @@ export const contextGrpcService: GrpcServiceDef = {
   // Plain binary gRPC RequestContext and Subscribe are served straight on the HTTP/2 stream
   // (see request-context-h2.ts and subscribe-h2.ts).
   preHandle: contextPreHandle,
+  // GET /health and /ready over HTTP/1.1 and HTTP/2, the answers of the other services.
+  plainRoutes: (ctx) => {
+    const health = healthHandler('context');
+    const ready = readiness(ctx);
+    return {
+      '/health': () => ({ status: 200, body: JSON.stringify(health().body) }),
+      '/ready': async () => {
+        const body = await ready();
+        return { status: body.status === 'ready' ? 200 : 503, headers: { 'Cache-Control': 'no-store' }, body: JSON.stringify(body) };
+      },
+    };
+  },
   // Ends Subscribe streams cleanly before the server drains its connections.
   start: startFanout,
 };

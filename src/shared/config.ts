@@ -35,6 +35,8 @@ export interface Config {
   /** Context service streams: HEARTBEAT after this many idle seconds; the tag-state safety poll (0 = off). */
   contextStream: { heartbeatSeconds: number; resyncSeconds: number };
   logLevel: 'debug' | 'info' | 'warn' | 'error';
+  /** Origins (scheme://host[:port]) whose browser pages may call 8000 and 8002 (CORS_ORIGINS; none by default). */
+  corsOrigins: string[];
   telemetry: {
     endpoint: string | null;
     signingSecret: string | null;
@@ -180,6 +182,8 @@ export function loadConfig(env: Env = process.env): Config {
   const logLevel = (r.str('LOG_LEVEL') || 'info') as Config['logLevel'];
   if (!['debug', 'info', 'warn', 'error'].includes(logLevel)) r.problems.push('LOG_LEVEL must be one of debug, info, warn, error');
 
+  const corsOrigins = corsOriginList(r.str('CORS_ORIGINS') ?? '', r.problems);
+
   for (const name of ['DATABASE_URL', 'DATABASE_MIGRATION_URL', 'REDIS_URL', 'TELEMETRY_ENDPOINT', 'COLLECTOR_CHAT_BASE_URL']) {
     const v = r.str(name);
     if (v) {
@@ -214,6 +218,7 @@ export function loadConfig(env: Env = process.env): Config {
       resyncSeconds: r.int('CONTEXT_RESYNC_SECONDS', 60, 0, 86400),
     },
     logLevel,
+    corsOrigins,
     telemetry: {
       endpoint: r.str('TELEMETRY_ENDPOINT') || null,
       signingSecret: r.str('TELEMETRY_SIGNING_SECRET') || null,
@@ -236,4 +241,26 @@ export function loadConfig(env: Env = process.env): Config {
   };
   if (r.problems.length) throw new ConfigError(r.problems);
   return cfg;
+}
+
+/**
+ * CORS_ORIGINS: comma-separated exact origins, each as a browser sends it in `Origin`
+ * (`https://app.example`, `http://127.0.0.1:5173`: scheme, host and a non-default port,
+ * nothing else). Anything else is listed in `problems`.
+ */
+function corsOriginList(raw: string, problems: string[]): string[] {
+  const out: string[] = [];
+  const bad: string[] = [];
+  for (const item of raw.split(',').map((s) => s.trim()).filter(Boolean)) {
+    let origin: string | null = null;
+    try {
+      origin = new URL(item).origin;
+    } catch {
+      // not a URL
+    }
+    if (origin && origin !== 'null' && origin === item) out.push(item);
+    else bad.push(`"${item}"`);
+  }
+  if (bad.length) problems.push(`CORS_ORIGINS must list origins like https://app.example:8443 (scheme, host, optional port; no path or trailing slash): ${bad.join(', ')}`);
+  return out;
 }

@@ -10,7 +10,6 @@
  * Error texts are generic (a driver's message can carry the host or the user): only an
  * error code such as ECONNREFUSED is passed on.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AppContext } from './app-context.js';
 import { readMigrations } from '../core/db/migrate.js';
 import type { components } from '../../gen/openapi/control-plane.js';
@@ -110,25 +109,5 @@ export function readyHandler(): (req: unknown, ctx: AppContext) => Promise<{ sta
   return async (_req, ctx) => {
     const body = await readiness(ctx)();
     return body.status === 'ready' ? { status: 200, body } : { status: 503, body };
-  };
-}
-
-/**
- * `GET /ready` for a server that is not an OpenAPI service (port 8002's HTTP/1.1 side):
- * answers on node's response with the same status and body as readyHandler.
- */
-export function serveReady(ctx: AppContext): (req: IncomingMessage, res: ServerResponse) => void {
-  const probe = readiness(ctx);
-  return (_req, res) => {
-    void probe().then(
-      (body) => {
-        res.writeHead(body.status === 'ready' ? 200 : 503, { 'content-type': 'application/json', 'cache-control': 'no-store' });
-        res.end(JSON.stringify(body));
-      },
-      () => {
-        res.writeHead(500, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ error: 'internal_error', message: 'Internal server error' }));
-      },
-    );
   };
 }

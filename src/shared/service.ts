@@ -9,6 +9,8 @@ import type { Hono } from 'hono';
 import type { AppContext } from './app-context.js';
 import type { Config } from './config.js';
 import type { Context as OaContext } from 'openapi-backend';
+import type { CorsPolicy } from './http/cors.js';
+import type { PlainRoute } from './http/rpc-port.js';
 import type { Handlers, OperationsShape, UncheckedRequest, UncheckedResult, ValidationFailHandler } from './http/contract-types.js';
 
 export type ServiceName = 'api' | 'rules' | 'context-grpc' | 'context-webhook' | 'telemetry' | 'collector';
@@ -32,6 +34,11 @@ export interface HttpServiceDef extends ServiceBase {
    * request itself (a hot path on node:http), false to leave it to the app.
    */
   preHandle?(ctx: AppContext): HttpPreHandler;
+  /**
+   * Optional: what a browser page of a CORS_ORIGINS origin may send and read (preflights
+   * answered, allow headers set, before preHandle and the app; see http/cors.ts).
+   */
+  cors?: CorsPolicy;
 }
 
 /** A hot-path handler on node:http: true when it took the request. */
@@ -46,6 +53,12 @@ export interface GrpcServiceDef extends ServiceBase {
    * to leave it to the router.
    */
   preHandle?(ctx: AppContext): GrpcPreHandler;
+  /**
+   * Optional: plain HTTP routes served on the same port beside the RPCs, over HTTP/1.1 and
+   * HTTP/2, GET and HEAD only, by exact path (`/health`; `/metrics`, `/ready`). Other
+   * methods get 405, other paths 404, each with the error body (see http/rpc-port.ts).
+   */
+  plainRoutes?(ctx: AppContext): Record<string, PlainRoute>;
 }
 
 /** A hot-path handler on node:http2: true when it took the stream. */

@@ -1,7 +1,7 @@
 /**
  * Port 8002 as a server (node:http2, cleartext): gRPC over HTTP/2 with independent clients,
  * many concurrent answers on one connection, the 1 MiB message limit on both paths, an
- * HTTP/1 client, abusive peers (floods, rapid reset) beside a normal client, and the
+ * HTTP/1.1 client (answered over HTTP/1.1 on the same port), abusive peers (floods, rapid reset) beside a normal client, and the
  * graceful GOAWAY drain on shutdown. Functional only: no timed assertion.
  */
 import http from 'node:http';
@@ -178,13 +178,16 @@ describe('the 1 MiB message limit (decompressed included; the gzip bomb is in sr
 });
 
 describe('clients that are not HTTP/2, or abusive', () => {
-  it('an HTTP/1.1 client gets no HTTP/1 answer (node ends the connection on the bad preface), and the port keeps serving', async () => {
+  it('an HTTP/1.1 client is answered over HTTP/1.1 (the Connect router serves gRPC there too), and the port keeps serving HTTP/2', async () => {
     const outcome = await new Promise<string>((resolve) => {
-      const req = http.request(t.url('context-grpc') + PATH, { method: 'POST', headers: { 'content-type': 'application/grpc' } }, (res) => resolve(`HTTP ${res.statusCode}`));
+      const req = http.request(t.url('context-grpc') + PATH, { method: 'POST', agent: false, headers: { 'content-type': 'application/grpc' } }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(`HTTP/${res.httpVersion} ${res.statusCode} grpc-status ${res.trailers['grpc-status'] ?? res.headers['grpc-status']}`));
+      });
       req.on('error', (e: NodeJS.ErrnoException) => resolve(`error ${e.code ?? e.message}`));
-      req.end();
+      req.end(requestFrame(apiKey));
     });
-    expect(outcome).toMatch(/^error /);
+    expect(outcome).toBe('HTTP/1.1 200 grpc-status 0');
     const session = http2.connect(t.url('context-grpc'));
     try {
       expect((await rawCall(session, requestFrame(apiKey))).status).toBe('0');

@@ -11,7 +11,8 @@ import { ADMIN_KEY, startTestStack, type TestStack } from '../harness.js';
 import { jsonTooDeep, MAX_JSON_DEPTH } from '../../src/shared/http/wire-guards.js';
 import type { ServiceName } from '../../src/shared/service.js';
 
-const HTTP_SERVICES: ServiceName[] = ['api', 'rules', 'context-webhook', 'telemetry', 'collector'];
+// 8002 (context-grpc) included: it serves HTTP/1.1 beside HTTP/2 on the same port.
+const HTTP_SERVICES: ServiceName[] = ['api', 'rules', 'context-grpc', 'context-webhook', 'telemetry', 'collector'];
 let s: TestStack;
 let apiKey: string;
 

@@ -4,8 +4,7 @@
  * (PostgreSQL only) 503 naming the database while its connections are refused, then 200
  * again when it is back.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import http2 from 'node:http2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, REAL, REAL_REDIS, startTestStack, type TestStack } from '../harness.js';
 import { openDb } from '../../src/core/db/index.js';
@@ -13,7 +12,6 @@ import { readMigrations } from '../../src/core/db/migrate.js';
 import { createRedisBroker } from '../../src/shared/broker.js';
 import { memoryLogger } from '../../src/shared/logger.js';
 import type { ServiceName } from '../../src/shared/service.js';
-import { serveReady } from '../../src/shared/readiness.js';
 import { tcpProxy } from './tcp-proxy.js';
 
 const HTTP: ServiceName[] = ['api', 'rules', 'context-webhook', 'telemetry', 'collector'];
@@ -52,18 +50,27 @@ describe('/ready on the embedded stack', () => {
     expect((await t.call(svc, 'GET', '/health')).body.status).toBe('ok');
   });
 
-  it('serveReady answers the same on a plain node:http server (for 8002 over HTTP/1.1)', async () => {
-    const server = http.createServer(serveReady(t.ctx));
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  it('8002 answers /ready the same over HTTP/1.1 and HTTP/2 (h2c)', async () => {
+    const r = await t.call('context-grpc', 'GET', '/ready');
+    expect(r.status).toBe(200);
+    expect(r.body.status).toBe('ready');
+    expect(r.body.checks.migrations).toEqual({ ok: true });
+    const session = http2.connect(t.stack.url('context-grpc'));
     try {
-      const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/ready`, { headers: { connection: 'close' } });
-      expect(res.status).toBe(200);
-      expect(res.headers.get('content-type')).toBe('application/json');
-      const body = await res.json();
-      expect(body.status).toBe('ready');
-      expect(body.checks.migrations).toEqual({ ok: true });
+      const { status, body } = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = session.request({ ':method': 'GET', ':path': '/ready' });
+        let status = 0;
+        let body = '';
+        req.on('response', (h) => (status = Number(h[':status'])));
+        req.setEncoding('utf8');
+        req.on('data', (d: string) => (body += d));
+        req.on('end', () => resolve({ status, body }));
+        req.on('error', reject);
+      });
+      expect(status).toBe(200);
+      expect(JSON.parse(body).status).toBe('ready');
     } finally {
-      await new Promise((resolve) => server.close(resolve));
+      await new Promise<void>((resolve) => session.close(() => resolve()));
     }
   });
 
