@@ -31,6 +31,16 @@ describe('start-up refusals', () => {
     expect(r.status).toBe(1);
     expect(r.stderr).toMatch(/JWT_SECRET is too weak/);
   });
+  it.each([
+    ['admin', 'is a known-weak value'],
+    ['Tr0ub4dor&3', 'is shorter than 32 characters (11)'],
+  ])('ADMIN_API_KEY=%s in production exits 1 naming the variable, never printing the key', (key, why) => {
+    const r = runMain({ NODE_ENV: 'production', ADMIN_API_KEY: key, JWT_SECRET: 'k9T2vQx7Lm4Rz8Wp1Ys6Nb3Hc5Jd0Fg2Ae7', DB_PASSWORD: 'x'.repeat(24), DEPLOYMENT_ID: '0b1d6a8e-4a4e-4d38-9d0e-3f3b7a1c2d4e', SVC_DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'svc-s-')) });
+    expect(r.status).toBe(1);
+    // Exactly the fixed message: no other output, so the key is nowhere in it.
+    expect(r.stderr).toBe(`invalid configuration:\n  - ADMIN_API_KEY ${why}: use at least 32 random characters (for example admin_ followed by 24 random bytes in base64url), or leave it empty to turn the admin API off\n`);
+    expect(r.stdout).toBe('');
+  });
   it.runIf(REAL)('connecting as a PostgreSQL superuser is refused', async () => {
     const config = loadConfig({ DATABASE_URL: process.env.DATABASE_MIGRATION_URL || process.env.DATABASE_URL!, JWT_SECRET: 'k9T2vQx7Lm4Rz8Wp1Ys6Nb3Hc5Jd0Fg2Ae7', DB_PASSWORD: 'x'.repeat(24), DEPLOYMENT_ID: '0b1d6a8e-4a4e-4d38-9d0e-3f3b7a1c2d4e' });
     await expect(openConfiguredDb(config, memoryLogger())).rejects.toThrow(StartupError);
