@@ -52,6 +52,8 @@ export interface Config {
     chatApiKey: string | null;
     chatPollSeconds: number;
     hmacSecret: string | null;
+    /** Attribute names whose values are replaced by their keyed hash (COLLECTOR_PSEUDONYMIZE_ATTRIBUTES). */
+    pseudonymizeAttributes: string[];
     backfillOnFirstRun: boolean;
     tailIntervalMs: number;
   };
@@ -175,6 +177,10 @@ export function adminKeyProblem(value: string): string | null {
   if (isPatterned(value)) return 'is patterned (a repeated character or run, or a padded common word)';
   return null;
 }
+
+/** The identifiers the collector pseudonymizes by default (COLLECTOR_PSEUDONYMIZE_ATTRIBUTES). */
+export const DEFAULT_PSEUDONYMIZE_ATTRIBUTES: readonly string[] = ['user.id', 'user.account_uuid', 'user.account_id', 'actor_identity', 'organization.id'];
+const ATTRIBUTE_NAME_RE = /^[A-Za-z0-9_.:-]{1,200}$/;
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -329,6 +335,12 @@ export function loadConfig(env: Env = process.env): Config {
     }
   }
 
+  // Unset: the default list; set to empty: none; otherwise comma-separated attribute names.
+  const pseudoRaw = r.str('COLLECTOR_PSEUDONYMIZE_ATTRIBUTES');
+  const pseudonymizeAttributes = pseudoRaw === null ? [...DEFAULT_PSEUDONYMIZE_ATTRIBUTES] : pseudoRaw.split(',').map((x) => x.trim()).filter(Boolean);
+  const badNames = pseudonymizeAttributes.filter((n) => !ATTRIBUTE_NAME_RE.test(n));
+  if (badNames.length) r.problems.push(`COLLECTOR_PSEUDONYMIZE_ATTRIBUTES must list attribute names (letters, digits, _ . : -), comma-separated (got ${JSON.stringify(badNames.join(','))})`);
+
   const cfg: Config = {
     mode,
     host: r.str('HOST') || '127.0.0.1',
@@ -367,6 +379,7 @@ export function loadConfig(env: Env = process.env): Config {
       chatApiKey: r.str('COLLECTOR_CHAT_API_KEY') || null,
       chatPollSeconds: r.int('COLLECTOR_CHAT_POLL_SECONDS', 60, 1, 86400),
       hmacSecret: pick('COLLECTOR_HMAC_SECRET'),
+      pseudonymizeAttributes,
       backfillOnFirstRun: r.str('BACKFILL_ON_FIRST_RUN') === '1',
       tailIntervalMs: r.int('COLLECTOR_TAIL_INTERVAL_MS', 1000, 10, 600000),
     },
