@@ -127,7 +127,7 @@ describe('collector store API', () => {
     const chat = events.find((e) => e.source_id === 'vendor-enterprise-chat')!;
     // The user id is pseudonymized, the same in the chat feed and in the CLI's export: one user, one pseudonym.
     const pseudonym = hmac('user_01SYNTHUSER0000000000000');
-    expect(chat).toMatchObject({ event_id: fresh.id, actor_identity: pseudonym, redaction_masked_keys: '["actor.email_address","actor.ip_address","actor.user_id","organization_id","organization_uuid"]' });
+    expect(chat).toMatchObject({ event_id: fresh.id, actor_identity: pseudonym, redaction_masked_keys: '["actor.email_address","actor.ip_address","actor.user_id","organization_id"]' });
     expect(chat.raw_attributes.actor).toMatchObject({ email_address: hmac('dana@example.com'), ip_address: hmac('198.51.100.7'), user_id: pseudonym });
     const model = events.find((e) => e.source_id === 'vendor-code-cli' && e.model === 'vendor-model-1')!;
     expect(model).toMatchObject({ event_type: 'model_call', cost_usd: 0.1068, input_tokens: 1200, output_tokens: 350, duration_ms: 5321, actor_identity: pseudonym });

@@ -83,7 +83,7 @@ const PCT_EMAIL_RE = new RegExp(`(${EMAIL_LOCAL})%(?:25)?40([A-Za-z0-9-]+(?:\\.[
 const BRACKET_AT = String.raw`\s*[\[({<]\s*at\s*[\])}>]\s*`;
 const BRACKET_DOT = String.raw`(?:\s*[\[({<]\s*dot\s*[\])}>]\s*|\.)`;
 const BRACKET_EMAIL_RE = new RegExp(`(${EMAIL_LOCAL})${BRACKET_AT}([A-Za-z0-9-]+(?:${BRACKET_DOT}[A-Za-z0-9-]+)+)`, 'gi');
-const BRACKET_PRECHECK = /[\[({<]\s*at\s*[\])}>]/i;
+const BRACKET_PRECHECK = /[[({<]\s*at\s*[\])}>]/i;
 /** `a AT b DOT com` (upper case only: `look at this dot` is prose). */
 const WORD_EMAIL_RE = new RegExp(`(${EMAIL_LOCAL})\\s+AT\\s+([A-Za-z0-9-]+(?:\\s+DOT\\s+[A-Za-z0-9-]+)+)`, 'g');
 /** `a&#64;b.com`, `a&#x40;b.com`, `a&commat;b.com`, and the full-width at sign. */
@@ -91,7 +91,7 @@ const ENTITY_EMAIL_RE = new RegExp(`(${EMAIL_LOCAL})(?:&#0*64;|&#x0*40;|&commat;
 const TLD_RE = /\.[a-z]{2,}$/;
 
 /** Masks of what is replaced, not hashed: the kind is kept, the value is gone. */
-export const MASKS = {
+const MASKS = {
   apiKey: '[redacted:api_key]',
   jwt: '[redacted:jwt]',
   credential: '[redacted:credential]',
