@@ -74,7 +74,12 @@ const SSN_RE = /(?<![\w-]|\d\.)(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(
  * with one consistent space or dash; not inside an identifier or a decimal number.
  */
 const CARD_RE = /(?<![\w-]|\d\.)(?:[2-6]\d{12,18}|[2-6]\d{3}([ -])\d{4,6}\1\d{4,5}(?:\1\d{1,4})?)(?![\w-]|\.\d)/g;
-const DIGIT_RUN = /\d{3}/;
+/**
+ * A superset of what the patterns above and the obfuscated-address patterns below can
+ * match, in one pass: a vendor prefix or scheme word, an SSN or eight digits in a row (a
+ * card has them, in one group or two), an encoded or spelled-out at sign.
+ */
+const SUSPECT_RE = /sk[-_]|[rp]k_|gh[pousr]_|github_pat_|glpat-|xox|AKIA|ASIA|AIza|npm_|eyJ|bearer|basic|token|\d{3}-\d\d-\d{4}|\d{4}[ -]?\d{4}|%(?:25)?40|[[({<]\s*at\s*[\])}>]|\sAT\s|&#|&commat;|\uFF20/i;
 /** The local part of an obfuscated address: narrower than EMAIL_RE's, as in URLs (`?email=a%40b.com`). */
 const EMAIL_LOCAL = '[A-Za-z0-9._%+-]+';
 /** `a%40b.com` (and `%2540`, encoded twice). */
@@ -194,9 +199,11 @@ export class Redactor {
   private found = 0;
 
   private scrubText(s: string, isVersion: boolean): string {
-    if (s.length < 3) return s;
+    // One pass decides whether any of the secret, number and obfuscated-address patterns
+    // can match; most strings (ids, names, timestamps) stop here.
+    const suspect = s.length >= 8 && SUSPECT_RE.test(s);
     // Secrets first: a credential may hold what looks like an address or a number.
-    if (s.length >= 16) {
+    if (suspect && s.length >= 16) {
       s = s.replace(AUTH_SCHEME_RE, (_m, scheme: string, space: string) => {
         this.found++;
         return `${scheme}${space}${MASKS.credential}`;
@@ -216,8 +223,8 @@ export class Redactor {
         return this.maskEmail(m);
       });
     }
-    s = this.scrubObfuscatedEmails(s);
-    if (s.length >= 11 && DIGIT_RUN.test(s)) {
+    if (suspect) s = this.scrubObfuscatedEmails(s);
+    if (suspect && s.length >= 11) {
       if (s.indexOf('-') >= 0) {
         s = s.replace(SSN_RE, () => {
           this.found++;
