@@ -160,3 +160,16 @@ describe('production: the database password', () => {
     expect(loadConfig(prod({})).dbPassword).toBe('p'.repeat(24));
   });
 });
+
+describe('COLLECTOR_PSEUDONYMIZE_ATTRIBUTES', () => {
+  it('defaults to the identifiers, takes a comma-separated list, and empty means none', () => {
+    expect(loadConfig({ SVC_DATA_DIR: tmp() }).collector.pseudonymizeAttributes).toEqual(['user.id', 'user.account_uuid', 'user.account_id', 'actor_identity', 'organization.id']);
+    expect(loadConfig({ SVC_DATA_DIR: tmp(), COLLECTOR_PSEUDONYMIZE_ATTRIBUTES: ' user.id , enduser.id,' }).collector.pseudonymizeAttributes).toEqual(['user.id', 'enduser.id']);
+    expect(loadConfig({ SVC_DATA_DIR: tmp(), COLLECTOR_PSEUDONYMIZE_ATTRIBUTES: '' }).collector.pseudonymizeAttributes).toEqual([]);
+  });
+  it('refuses what is not an attribute name', () => {
+    expect(problems({ SVC_DATA_DIR: tmp(), COLLECTOR_PSEUDONYMIZE_ATTRIBUTES: 'user.id,bad name' })).toEqual([
+      'COLLECTOR_PSEUDONYMIZE_ATTRIBUTES must list attribute names (letters, digits, _ . : -), comma-separated (got "bad name")',
+    ]);
+  });
+});
