@@ -82,7 +82,7 @@ const COMMON_WORDS = [
 ];
 
 /** The exact values refused for ADMIN_API_KEY (compared lowercased), whatever the length check says. */
-const KNOWN_WEAK = new Set(['admin', 'administrator', 'password', 'changeme', 'change-me', 'secret', 'test', 'testing', 'default', 'letmein', 'qwerty', 'root', 'guest', 'apikey', 'api-key', 'admin_api_key', 'x']);
+const KNOWN_WEAK = new Set(['admin', 'administrator', 'password', 'changeme', 'change-me', 'secret', 'test', 'testing', 'default', 'letmein', 'qwerty', 'root', 'guest', 'apikey', 'api-key', 'admin_api_key']);
 
 /**
  * Bits below which a 32+ character secret is patterned rather than random. Random values

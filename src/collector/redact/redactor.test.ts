@@ -104,14 +104,15 @@ describe('Redactor: secrets, numbers and obfuscated e-mails (test/fixtures/colle
   });
 
   it('keys that name a secret lose their value, at any depth', () => {
-    const out = r.redactAttributes({ password: 'hunter2', headers: { authorization: 'whatever-it-is', 'x-api-key': 'k' }, input_tokens: '12', 'api.token': 'abc' });
+    const out = r.redactAttributes({ password: 'hunter2', headers: { authorization: 'whatever-it-is', 'x-api-key': 'k', pin_secret: 1234 }, input_tokens: '12', 'api.token': 'abc', db_password: 123456 });
     expect(out.value).toEqual({
       password: '[redacted:secret]',
-      headers: { authorization: '[redacted:secret]', 'x-api-key': '[redacted:secret]' },
+      headers: { authorization: '[redacted:secret]', 'x-api-key': '[redacted:secret]', pin_secret: '[redacted:secret]' },
       input_tokens: '12',
       'api.token': '[redacted:secret]',
+      db_password: '[redacted:secret]',
     });
-    expect(out.maskedCount).toBe(4);
+    expect(out.maskedCount).toBe(6);
   });
 });
 

@@ -325,7 +325,8 @@ export class Redactor {
         if (opts.inPlace) delete out[rawKey];
       }
       const kind = prefix && !info.kind && this.isPseudonymized(prefix + rawKey) ? 'id' : info.kind;
-      if (v === null || v === undefined || v === '' || typeof v === 'boolean' || (typeof v === 'number' && kind !== 'id')) {
+      // Numbers are kept, but for an identifier or a secret (`user.id: 42`, `password: 123456`).
+      if (v === null || v === undefined || v === '' || typeof v === 'boolean' || (typeof v === 'number' && kind !== 'id' && kind !== 'secret')) {
         out[key] = v;
         continue;
       }
@@ -373,7 +374,7 @@ export class Redactor {
       // Keys are scrubbed too: an address can be used as a map key.
       this.found += info.keyMasks;
       const kind = info.kind ?? (this.isPseudonymized(`${path}.${k}`) ? 'id' : null);
-      if (kind && x !== null && x !== undefined && x !== '' && typeof x !== 'boolean' && (typeof x !== 'number' || kind === 'id')) {
+      if (kind && x !== null && x !== undefined && x !== '' && typeof x !== 'boolean' && (typeof x !== 'number' || kind === 'id' || kind === 'secret')) {
         obj[info.key] = this.maskWhole(kind, x);
         this.found++;
         continue;
