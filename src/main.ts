@@ -2,7 +2,7 @@
  * `svc-server [service...]`: starts every service (default) or the named ones, in one process.
  * Services: api, rules, context-grpc, context-webhook, telemetry, collector.
  */
-import { ConfigError, loadConfig } from './shared/config.js';
+import { ConfigError, configWarnings, loadConfig } from './shared/config.js';
 import { createLogger } from './shared/logger.js';
 import { createAppContext, StartupError } from './shared/app-context.js';
 import { LicenseError } from './shared/license.js';
@@ -32,6 +32,7 @@ async function main(argv: string[]): Promise<void> {
     // Printed once, at the start that generated it; it is stored 0600 in SVC_DATA_DIR.
     process.stdout.write(`\nGenerated admin API key (shown once; stored in ${config.dataDir}/secrets.json):\n  ${config.adminApiKey}\n\n`);
   }
+  for (const w of configWarnings(config)) logger.warn(w);
   if (!config.adminApiKey) logger.warn('ADMIN_API_KEY is empty: admin routes answer 503 Admin API not configured');
   let ctx;
   try {

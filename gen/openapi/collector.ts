@@ -288,18 +288,27 @@ export interface components {
             /** @description The service identifier (UUID v4) where applicable. */
             correlation_id: string | null;
             session_id: string | null;
-            /** @description Stable non-personal user identifier, never an e-mail address. */
+            /**
+             * @description Stable non-personal user identifier, never an e-mail address: the account or
+             *     user id (the chat feed's actor user id), as its keyed hash `hmac-sha256:<hex>`
+             *     while `actor_identity` is in COLLECTOR_PSEUDONYMIZE_ATTRIBUTES (the default), so
+             *     one user is one pseudonym across the three sources.
+             */
             actor_identity: string | null;
             /** @description Raw or inferred source event name. */
             event_name: string;
             /**
              * @description By the last dotted part of the event name: user_prompt is prompt, tool_result
              *     tool_call (mcp_call for an MCP tool), api_request model_call, api_error error,
-             *     tool_decision approval; the cowork collector then tries attribute patterns.
-             *     Chat feed activities are error for `*_failed` types, else unknown.
+             *     tool_decision approval, mcp_server_connection mcp_connection,
+             *     permission_mode_changed permission_mode; by its prefix, hook_* is hook
+             *     (hook_registered, hook_execution_start, hook_execution_complete, ...), plugin_*
+             *     plugin (plugin_installed, plugin_loaded) and skill_* skill (skill_activated); the
+             *     cowork collector then tries attribute patterns. Chat feed activities are error
+             *     for `*_failed` types, else unknown.
              * @enum {string}
              */
-            event_type: "prompt" | "tool_call" | "mcp_call" | "model_call" | "approval" | "error" | "unknown";
+            event_type: "prompt" | "tool_call" | "mcp_call" | "model_call" | "approval" | "error" | "hook" | "plugin" | "skill" | "mcp_connection" | "permission_mode" | "unknown";
             tool_name: string | null;
             mcp_server_scope: string | null;
             /**
@@ -319,6 +328,10 @@ export interface components {
             input_tokens: number | null;
             /** @description Model-request events only. */
             output_tokens: number | null;
+            /**
+             * @description The event's `duration_ms` attribute (tool results, model requests, API errors,
+             *     MCP connections), else its `total_duration_ms` (a hook event's completion).
+             */
             duration_ms: number | null;
             error_message: string | null;
             /**
@@ -327,7 +340,11 @@ export interface components {
              *     when nothing was masked.
              */
             redaction_masked_keys: string | null;
-            /** @description Number of values the collector masked; null when nothing was masked. */
+            /**
+             * @description Number of values the collector masked (e-mail and IP addresses, pseudonymized
+             *     identifiers, secret-named keys, and each token, JWT, credential, SSN, card number
+             *     or obfuscated e-mail found in text); null when nothing was masked.
+             */
             redaction_masked_count: number | null;
             /**
              * @description The full, already-redacted attribute map. Stored as JSON text in the

@@ -6,7 +6,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import path from 'node:path';
-import type { Config } from './config.js';
+import { urlPassword, type Config } from './config.js';
 import { openDb, type Db } from '../core/db/index.js';
 import { runMigrations } from '../core/db/migrate.js';
 import { createMemoryBroker, createRedisBroker, type Broker } from './broker.js';
@@ -75,11 +75,16 @@ export async function ensureGenesis(db: Db, deploymentId: string, clock: Clock):
   );
 }
 
+/** DB_PASSWORD is a connection's password only when its URL carries none (a URL's own password wins). */
+function passwordFor(url: string, config: Config): string | null {
+  return urlPassword(url) ? null : config.dbPassword;
+}
+
 export async function openConfiguredDb(config: Config, logger: Logger): Promise<Db> {
   const ssl = config.dbSslMode === 'require';
   if (config.databaseUrl) {
     if (config.databaseMigrationUrl) {
-      const owner = await openDb({ url: config.databaseMigrationUrl, password: config.dbPassword, ssl, max: 1 });
+      const owner = await openDb({ url: config.databaseMigrationUrl, password: passwordFor(config.databaseMigrationUrl, config), ssl, max: 1 });
       try {
         const applied = await runMigrations(owner);
         if (applied.length) logger.info('migrations applied', { versions: applied });
@@ -87,7 +92,7 @@ export async function openConfiguredDb(config: Config, logger: Logger): Promise<
         await owner.close();
       }
     }
-    const db = await openDb({ url: config.databaseUrl, password: config.dbPassword, ssl, max: 20 });
+    const db = await openDb({ url: config.databaseUrl, password: passwordFor(config.databaseUrl, config), ssl, max: 20 });
     const [role] = await db.query<{ rolsuper: boolean; current_user: string }>('SELECT rolsuper, current_user FROM pg_roles WHERE rolname = current_user');
     if (role?.rolsuper) {
       await db.close();

@@ -6,8 +6,10 @@
  * - embedded (no DATABASE_URL and NODE_ENV != production): PGlite, in-process broker;
  *   missing ADMIN_API_KEY, JWT_SECRET, DEPLOYMENT_ID and COLLECTOR_HMAC_SECRET are generated
  *   into $SVC_DATA_DIR/secrets.json (mode 0600) on first start.
- * - production (DATABASE_URL set, or NODE_ENV=production): nothing is generated; weak or
- *   missing JWT_SECRET and a missing DB_PASSWORD abort start-up.
+ * - production (DATABASE_URL set, or NODE_ENV=production): nothing is generated; a weak,
+ *   patterned or missing JWT_SECRET, a set but weak or patterned ADMIN_API_KEY (empty is
+ *   allowed: admin routes answer 503), and no database password (neither DB_PASSWORD nor
+ *   one in DATABASE_URL) abort start-up.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
@@ -52,6 +54,8 @@ export interface Config {
     chatApiKey: string | null;
     chatPollSeconds: number;
     hmacSecret: string | null;
+    /** Attribute names whose values are replaced by their keyed hash (COLLECTOR_PSEUDONYMIZE_ATTRIBUTES). */
+    pseudonymizeAttributes: string[];
     backfillOnFirstRun: boolean;
     tailIntervalMs: number;
   };
@@ -69,12 +73,116 @@ export class ConfigError extends Error {
 /** Fragments that mark a JWT_SECRET as a placeholder or guessable, whatever its length. */
 const WEAK_FRAGMENTS = ['changeme', 'change-me', 'change_me', 'secret', 'password', 'default', 'example', 'replace'];
 
-/** Weak: shorter than 32 characters, fewer than 8 distinct characters, or a known placeholder. */
+/**
+ * Words that people pad into a secret (`password123123...`, `secret!!!!`, `changeme` repeated).
+ * Each costs a few bits in `estimatedBits`, however long it is.
+ */
+const COMMON_WORDS = [
+  'qwertyuiop', 'asdfghjkl', 'zxcvbnm', 'administrator', 'placeholder', 'changeme', 'password', 'passw0rd', 'p4ssw0rd', 'iloveyou', 'letmein', 'welcome', 'default',
+  'example', 'replace', 'sample', 'secret', 'master', 'dragon', 'monkey', 'qwerty', 'azerty', 'access', 'dummy', 'token',
+  'admin', 'login', 'guest', 'hello', 'apikey', 'change', 'test', 'pass', 'root', 'user', 'demo', 'temp', 'key', 'jwt', 'svc',
+];
+
+/** The exact values refused for ADMIN_API_KEY (compared lowercased), whatever the length check says. */
+const KNOWN_WEAK = new Set(['admin', 'administrator', 'password', 'changeme', 'change-me', 'secret', 'test', 'testing', 'default', 'letmein', 'qwerty', 'root', 'guest', 'apikey', 'api-key', 'admin_api_key']);
+
+/**
+ * Bits below which a 32+ character secret is patterned rather than random. Random values
+ * score far above it (32 hex characters score 100 or more; base64url more), repeated or
+ * padded ones far below it (`abcabc...` 11, `password` + `1234567890` repeated 21).
+ */
+const MIN_BITS = 64;
+
+function charClassBits(c: string): number {
+  if (c >= '0' && c <= '9') return Math.log2(10);
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return Math.log2(26);
+  return Math.log2(33);
+}
+
+function charClass(c: string): number {
+  if (c >= '0' && c <= '9') return 0;
+  if (c >= 'a' && c <= 'z') return 1;
+  if (c >= 'A' && c <= 'Z') return 2;
+  return 3;
+}
+
+/**
+ * A rough, conservative estimate of a secret's entropy in bits, in the manner of zxcvbn:
+ * the string is read left to right, and each step takes the cheapest explanation of what
+ * comes next: a common word (about 6 bits), a repeat of something already seen (a run of
+ * one character, `abcabc`, `ab12ab12`: about 6 bits however long), an ascending or
+ * descending run (`abcdef`, `4321`: about 5 bits), or a literal character (the bits of its
+ * class, plus 2 when the class changes). Random strings score close to their real entropy;
+ * patterned ones score far below it.
+ */
+export function estimatedBits(input: string): number {
+  // Quadratic: a longer secret is judged on its first 256 characters (plenty for 100 bits).
+  const value = input.slice(0, 256);
+  const lower = value.toLowerCase();
+  let bits = 0;
+  let prevClass = -1;
+  let i = 0;
+  while (i < value.length) {
+    // A common word (case-insensitive).
+    const word = COMMON_WORDS.find((w) => lower.startsWith(w, i));
+    // The longest repeat of earlier text (overlapping allowed: `aaaa`, `abab`).
+    let rep = 0;
+    for (let start = 0; start < i; start++) {
+      let n = 0;
+      while (i + n < value.length && value[start + n] === value[i + n]) n++;
+      if (n > rep) rep = n;
+    }
+    // An ascending or descending run of character codes (`abc`, `789`, `zyx`).
+    let run = 1;
+    if (i + 1 < value.length) {
+      const step = value.charCodeAt(i + 1) - value.charCodeAt(i);
+      if (step === 1 || step === -1) {
+        run = 2;
+        while (i + run < value.length && value.charCodeAt(i + run) - value.charCodeAt(i + run - 1) === step) run++;
+      }
+    }
+    const best = Math.max(word ? word.length : 0, rep >= 3 ? rep : 0, run >= 3 ? run : 0);
+    if (best === 0) {
+      const cls = charClass(value[i]);
+      bits += charClassBits(value[i]) + (prevClass >= 0 && cls !== prevClass ? 2 : 0);
+      prevClass = cls;
+      i++;
+      continue;
+    }
+    bits += best === (word?.length ?? 0) ? Math.log2(COMMON_WORDS.length) : best === rep ? 6 : 5;
+    prevClass = charClass(value[i + best - 1]);
+    i += best;
+  }
+  return bits;
+}
+
+/**
+ * Patterned: one character repeated, a short run repeated (`abcabc...`, `ab12ab12...`), a
+ * common word padded (`password` + digits, `secret!!!!...`, `changeme` repeated), or
+ * fewer than 8 distinct characters; what is left has too little entropy for a secret.
+ */
+export function isPatterned(value: string): boolean {
+  return new Set(value).size < 8 || estimatedBits(value) < MIN_BITS;
+}
+
+/** Weak JWT_SECRET: shorter than 32 characters, fewer than 8 distinct characters, or a known placeholder. */
 export function isWeakSecret(value: string): boolean {
   if (value.length < 32 || new Set(value).size < 8) return true;
   const lower = value.toLowerCase();
   return WEAK_FRAGMENTS.some((w) => lower.includes(w));
 }
+
+/** Why an admin key is refused in production (never the value itself), or null. */
+export function adminKeyProblem(value: string): string | null {
+  if (KNOWN_WEAK.has(value.toLowerCase()) || /^(?:0?1234567890?)+$/.test(value) || /^(.)\1*$/.test(value)) return 'is a known-weak value';
+  if (value.length < 32) return `is shorter than 32 characters (${value.length})`;
+  if (isPatterned(value)) return 'is patterned (a repeated character or run, or a padded common word)';
+  return null;
+}
+
+/** The identifiers the collector pseudonymizes by default (COLLECTOR_PSEUDONYMIZE_ATTRIBUTES). */
+export const DEFAULT_PSEUDONYMIZE_ATTRIBUTES: readonly string[] = ['user.id', 'user.account_uuid', 'user.account_id', 'actor_identity', 'organization.id'];
+const ATTRIBUTE_NAME_RE = /^[A-Za-z0-9_.:-]{1,200}$/;
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -146,6 +254,29 @@ function embeddedSecrets(dataDir: string, env: Env, generated: string[]): Secret
  * Reads and validates the configuration. Throws ConfigError listing every bad field.
  * In embedded mode this may write $SVC_DATA_DIR/secrets.json (the only side effect).
  */
+/** The password a connection URL carries, or null (none, or not a URL). */
+export function urlPassword(url: string | null): string | null {
+  if (!url) return null;
+  try {
+    return decodeURIComponent(new URL(url).password) || null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * What is accepted but worth a warning at start: in embedded mode a weak ADMIN_API_KEY or
+ * a patterned JWT_SECRET the user set (production refuses both). Never contains a value.
+ */
+export function configWarnings(cfg: Config): string[] {
+  const out: string[] = [];
+  if (cfg.mode !== 'embedded') return out;
+  const admin = cfg.adminApiKey && !cfg.generated.includes('ADMIN_API_KEY') ? adminKeyProblem(cfg.adminApiKey) : null;
+  if (admin) out.push(`ADMIN_API_KEY ${admin}: accepted in embedded mode, refused in production`);
+  if (!cfg.generated.includes('JWT_SECRET') && isPatterned(cfg.jwtSecret)) out.push('JWT_SECRET is patterned: accepted in embedded mode, refused in production');
+  return out;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const r = reader(env);
   const databaseUrl = r.str('DATABASE_URL') || null;
@@ -168,9 +299,22 @@ export function loadConfig(env: Env = process.env): Config {
   const jwtSecret = pick('JWT_SECRET') ?? '';
   if (!jwtSecret) r.problems.push('JWT_SECRET is required (at least 32 characters, not a known-weak string)');
   else if (isWeakSecret(jwtSecret)) r.problems.push('JWT_SECRET is too weak: use at least 32 random characters, not a known-weak string');
+  else if (mode === 'production' && isPatterned(jwtSecret)) {
+    r.problems.push('JWT_SECRET is patterned (a repeated character or run, or a padded common word): use at least 32 random characters');
+  }
 
+  // Empty means "admin API not configured" (503); set and weak is refused in production.
+  const adminApiKey = pick('ADMIN_API_KEY') ?? '';
+  const adminProblem = adminApiKey ? adminKeyProblem(adminApiKey) : null;
+  if (mode === 'production' && adminProblem) {
+    r.problems.push(`ADMIN_API_KEY ${adminProblem}: use at least 32 random characters (for example admin_ followed by 24 random bytes in base64url), or leave it empty to turn the admin API off`);
+  }
+
+  // The password is DB_PASSWORD, or the one DATABASE_URL carries (which then wins).
   const dbPassword = r.str('DB_PASSWORD');
-  if (mode === 'production' && !dbPassword) r.problems.push('DB_PASSWORD is required in production and must not be empty');
+  if (mode === 'production' && !dbPassword && !urlPassword(databaseUrl)) {
+    r.problems.push('DB_PASSWORD is required in production when DATABASE_URL carries no password (set DB_PASSWORD, or put the password in DATABASE_URL)');
+  }
 
   const dbSslMode = r.str('DB_SSL_MODE') || 'disable';
   if (dbSslMode !== 'disable' && dbSslMode !== 'require') r.problems.push(`DB_SSL_MODE must be "disable" or "require" (got "${dbSslMode}")`);
@@ -195,6 +339,12 @@ export function loadConfig(env: Env = process.env): Config {
     }
   }
 
+  // Unset: the default list; set to empty: none; otherwise comma-separated attribute names.
+  const pseudoRaw = r.str('COLLECTOR_PSEUDONYMIZE_ATTRIBUTES');
+  const pseudonymizeAttributes = pseudoRaw === null ? [...DEFAULT_PSEUDONYMIZE_ATTRIBUTES] : pseudoRaw.split(',').map((x) => x.trim()).filter(Boolean);
+  const badNames = pseudonymizeAttributes.filter((n) => !ATTRIBUTE_NAME_RE.test(n));
+  if (badNames.length) r.problems.push(`COLLECTOR_PSEUDONYMIZE_ATTRIBUTES must list attribute names (letters, digits, _ . : -), comma-separated (got ${JSON.stringify(badNames.join(','))})`);
+
   const cfg: Config = {
     mode,
     host: r.str('HOST') || '127.0.0.1',
@@ -206,7 +356,7 @@ export function loadConfig(env: Env = process.env): Config {
     dbPassword: dbPassword || null,
     dbSslMode: dbSslMode as Config['dbSslMode'],
     redisUrl: r.str('REDIS_URL') || null,
-    adminApiKey: pick('ADMIN_API_KEY') ?? '',
+    adminApiKey,
     jwtSecret,
     deploymentId,
     licenseKey: r.str('LICENSE_KEY') || null,
@@ -234,6 +384,7 @@ export function loadConfig(env: Env = process.env): Config {
       chatApiKey: r.str('COLLECTOR_CHAT_API_KEY') || null,
       chatPollSeconds: r.int('COLLECTOR_CHAT_POLL_SECONDS', 60, 1, 86400),
       hmacSecret: pick('COLLECTOR_HMAC_SECRET'),
+      pseudonymizeAttributes,
       backfillOnFirstRun: r.str('BACKFILL_ON_FIRST_RUN') === '1',
       tailIntervalMs: r.int('COLLECTOR_TAIL_INTERVAL_MS', 1000, 10, 600000),
     },

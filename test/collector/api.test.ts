@@ -125,10 +125,16 @@ describe('collector store API', () => {
     const sorted = [...keys].sort((a, b) => (a[0] < b[0] ? 1 : a[0] > b[0] ? -1 : a[1] < b[1] ? 1 : -1));
     expect(keys).toEqual(sorted);
     const chat = events.find((e) => e.source_id === 'vendor-enterprise-chat')!;
-    expect(chat).toMatchObject({ event_id: fresh.id, actor_identity: 'user_01SYNTHUSER0000000000000', redaction_masked_keys: '["actor.email_address","actor.ip_address"]' });
-    expect(chat.raw_attributes.actor).toMatchObject({ email_address: hmac('dana@example.com'), ip_address: hmac('198.51.100.7') });
+    // The user id is pseudonymized, the same in the chat feed and in the CLI's export: one user, one pseudonym.
+    const pseudonym = hmac('user_01SYNTHUSER0000000000000');
+    expect(chat).toMatchObject({ event_id: fresh.id, actor_identity: pseudonym, redaction_masked_keys: '["actor.email_address","actor.ip_address","actor.user_id","organization_id"]' });
+    expect(chat.raw_attributes.actor).toMatchObject({ email_address: hmac('dana@example.com'), ip_address: hmac('198.51.100.7'), user_id: pseudonym });
     const model = events.find((e) => e.source_id === 'vendor-code-cli' && e.model === 'vendor-model-1')!;
-    expect(model).toMatchObject({ event_type: 'model_call', cost_usd: 0.1068, input_tokens: 1200, output_tokens: 350, duration_ms: 5321 });
+    expect(model).toMatchObject({ event_type: 'model_call', cost_usd: 0.1068, input_tokens: 1200, output_tokens: 350, duration_ms: 5321, actor_identity: pseudonym });
+    expect(model.raw_attributes['user.account_id']).toBe(pseudonym);
+    expect(model.raw_attributes['organization.id']).toBe(hmac('0b1c2d3e-0000-4000-8000-00000000abcd'));
+    // No identifier verbatim anywhere in what the unauthenticated API answers.
+    expect(JSON.stringify(r.body)).not.toMatch(/user_01SYNTHUSER|7a8b9c0d-0000-4000-8000-000000001234|0b1c2d3e-0000-4000-8000-00000000abcd|org_01SYNTHORG/);
   });
 
   it('clamps limit to 1..500 and refuses a non-integer', async () => {

@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, isWeakSecret, loadConfig } from '../../src/shared/config.js';
+import { randomBytes } from 'node:crypto';
+import { adminKeyProblem, ConfigError, configWarnings, estimatedBits, isPatterned, isWeakSecret, loadConfig, urlPassword } from '../../src/shared/config.js';
 
 const tmp = () => fs.mkdtempSync(path.join(os.tmpdir(), 'svc-cfg-'));
 const STRONG = 'k9T2vQx7Lm4Rz8Wp1Ys6Nb3Hc5Jd0Fg2Ae7';
@@ -64,5 +65,111 @@ describe('weak secrets', () => {
   });
   it('a random 32+ character value is strong', () => {
     expect(isWeakSecret(STRONG)).toBe(false);
+  });
+});
+
+const DEPLOYMENT_ID = '0b1d6a8e-4a4e-4d38-9d0e-3f3b7a1c2d4e';
+/** A complete production configuration but for what each test sets. */
+const prod = (extra: Record<string, string>) => ({ DATABASE_URL: 'postgres://svc_app@127.0.0.1/db', JWT_SECRET: STRONG, DB_PASSWORD: 'p'.repeat(24), DEPLOYMENT_ID, ...extra });
+function problems(env: Record<string, string>): string[] {
+  try {
+    loadConfig(env);
+  } catch (e) {
+    expect(e).toBeInstanceOf(ConfigError);
+    return (e as ConfigError).problems;
+  }
+  return [];
+}
+
+describe('production: ADMIN_API_KEY', () => {
+  const WEAK = ['admin', 'a', 'ADMIN', 'Password', 'changeme', 'secret', 'test', '1234', '123456789', 'x'.repeat(31), 'k9T2vQx7Lm4Rz8Wp1Ys6Nb3Hc5', 'a'.repeat(48), 'abc'.repeat(16), 'ab12'.repeat(12), 'password' + '1'.repeat(32), 'changeme'.repeat(5), 'secret' + '!'.repeat(30), 'Admin' + '1234567890'.repeat(4)];
+  it.each(WEAK)('%s is refused, and the message never carries the value', (key) => {
+    const p = problems(prod({ ADMIN_API_KEY: key }));
+    expect(p).toHaveLength(1);
+    // The whole message is fixed text (and a length): it cannot carry the key.
+    expect(p[0]).toMatch(
+      /^ADMIN_API_KEY (is a known-weak value|is shorter than 32 characters \(\d+\)|is patterned \(a repeated character or run, or a padded common word\)): use at least 32 random characters \(for example admin_ followed by 24 random bytes in base64url\), or leave it empty to turn the admin API off$/,
+    );
+  });
+  it('both problems are listed with the others (every bad field at once)', () => {
+    const p = problems(prod({ NODE_ENV: 'production', ADMIN_API_KEY: 'admin', JWT_SECRET: 'ab12'.repeat(12), DB_PASSWORD: '' })).join('\n');
+    expect(p).toMatch(/ADMIN_API_KEY/);
+    expect(p).toMatch(/JWT_SECRET is too weak/);
+    expect(p).toMatch(/DB_PASSWORD is required/);
+  });
+  it('a random 48-character key and the recommended admin_ form are accepted', () => {
+    for (let i = 0; i < 50; i++) {
+      for (const key of [randomBytes(36).toString('base64url'), `admin_${randomBytes(24).toString('base64url')}`, randomBytes(24).toString('hex')]) {
+        expect(adminKeyProblem(key)).toBeNull();
+        expect(loadConfig(prod({ ADMIN_API_KEY: key })).adminApiKey).toBe(key);
+      }
+    }
+  });
+  it('empty still means "admin API off" (503), not a refusal', () => {
+    expect(loadConfig(prod({ ADMIN_API_KEY: '' })).adminApiKey).toBe('');
+    expect(loadConfig(prod({})).adminApiKey).toBe('');
+  });
+  it('embedded mode accepts a weak key the user set, with a warning that does not carry it', () => {
+    const c = loadConfig({ SVC_DATA_DIR: tmp(), ADMIN_API_KEY: 'admin', JWT_SECRET: STRONG });
+    expect(c.adminApiKey).toBe('admin');
+    const w = configWarnings(c);
+    expect(w).toEqual(['ADMIN_API_KEY is a known-weak value: accepted in embedded mode, refused in production']);
+    // A generated key draws no warning.
+    expect(configWarnings(loadConfig({ SVC_DATA_DIR: tmp() }))).toEqual([]);
+  });
+});
+
+describe('production: patterned JWT_SECRET', () => {
+  const PATTERNED = ['z'.repeat(40), 'abcabcabcabcabcabcabcabcabcabcabc', 'ab12ab12ab12ab12ab12ab12ab12ab12', 'Qwerty' + '1234567890'.repeat(3), 'letmein' + '!'.repeat(30), 'Xk9Xk9Xk9Xk9Xk9Xk9Xk9Xk9Xk9Xk9Xk9Xk9', 'welcome2026welcome2026welcome2026'];
+  it.each(PATTERNED)('%s is refused in production, accepted with a warning in embedded mode', (s) => {
+    expect(isPatterned(s)).toBe(true);
+    const p = problems(prod({ JWT_SECRET: s })).join('\n');
+    expect(p).toMatch(/JWT_SECRET is (patterned|too weak)/);
+    expect(p).not.toContain(s);
+  });
+  it('a patterned secret that passes the old checks is refused in production only', () => {
+    // 40 characters, 8 distinct, no placeholder word: the old checks pass it.
+    const s = 'Xk9#Lm2@'.repeat(5);
+    expect(isWeakSecret(s)).toBe(false);
+    expect(problems(prod({ JWT_SECRET: s }))).toEqual(['JWT_SECRET is patterned (a repeated character or run, or a padded common word): use at least 32 random characters']);
+    const c = loadConfig({ SVC_DATA_DIR: tmp(), JWT_SECRET: s });
+    expect(configWarnings(c)).toEqual(['JWT_SECRET is patterned: accepted in embedded mode, refused in production']);
+  });
+  it('random secrets of 32 hex, base64 and base64url characters score well above the bar', () => {
+    for (let i = 0; i < 200; i++) {
+      for (const v of [randomBytes(16).toString('hex'), randomBytes(32).toString('base64'), randomBytes(48).toString('base64url')]) {
+        expect(estimatedBits(v)).toBeGreaterThan(80);
+        expect(isPatterned(v)).toBe(false);
+      }
+    }
+  });
+});
+
+describe('production: the database password', () => {
+  it('is refused when neither DB_PASSWORD nor DATABASE_URL carries one', () => {
+    expect(problems(prod({ DB_PASSWORD: '' }))).toEqual(['DB_PASSWORD is required in production when DATABASE_URL carries no password (set DB_PASSWORD, or put the password in DATABASE_URL)']);
+  });
+  it('is accepted from the URL alone, which then wins over DB_PASSWORD', () => {
+    const env = prod({ DATABASE_URL: 'postgres://svc_app:s3cr%40t@127.0.0.1/db', DB_PASSWORD: '' });
+    expect(loadConfig(env).dbPassword).toBeNull();
+    expect(urlPassword(env.DATABASE_URL)).toBe('s3cr@t');
+    expect(urlPassword('postgres://svc_app@127.0.0.1/db')).toBeNull();
+    expect(urlPassword(null)).toBeNull();
+  });
+  it('is accepted from DB_PASSWORD when the URL carries none', () => {
+    expect(loadConfig(prod({})).dbPassword).toBe('p'.repeat(24));
+  });
+});
+
+describe('COLLECTOR_PSEUDONYMIZE_ATTRIBUTES', () => {
+  it('defaults to the identifiers, takes a comma-separated list, and empty means none', () => {
+    expect(loadConfig({ SVC_DATA_DIR: tmp() }).collector.pseudonymizeAttributes).toEqual(['user.id', 'user.account_uuid', 'user.account_id', 'actor_identity', 'organization.id']);
+    expect(loadConfig({ SVC_DATA_DIR: tmp(), COLLECTOR_PSEUDONYMIZE_ATTRIBUTES: ' user.id , enduser.id,' }).collector.pseudonymizeAttributes).toEqual(['user.id', 'enduser.id']);
+    expect(loadConfig({ SVC_DATA_DIR: tmp(), COLLECTOR_PSEUDONYMIZE_ATTRIBUTES: '' }).collector.pseudonymizeAttributes).toEqual([]);
+  });
+  it('refuses what is not an attribute name', () => {
+    expect(problems({ SVC_DATA_DIR: tmp(), COLLECTOR_PSEUDONYMIZE_ATTRIBUTES: 'user.id,bad name' })).toEqual([
+      'COLLECTOR_PSEUDONYMIZE_ATTRIBUTES must list attribute names (letters, digits, _ . : -), comma-separated (got "bad name")',
+    ]);
   });
 });

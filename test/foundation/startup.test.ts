@@ -7,7 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { openConfiguredDb, StartupError } from '../../src/shared/app-context.js';
 import { loadConfig } from '../../src/shared/config.js';
 import { memoryLogger } from '../../src/shared/logger.js';
-import { REAL } from '../harness.js';
+import { createTestDb, REAL } from '../harness.js';
+import { spawnApi } from '../audit/server-process.js';
 
 const root = path.resolve(__dirname, '../..');
 function runMain(env: Record<string, string>) {
@@ -31,6 +32,32 @@ describe('start-up refusals', () => {
     expect(r.status).toBe(1);
     expect(r.stderr).toMatch(/JWT_SECRET is too weak/);
   });
+  it.each([
+    ['admin', 'is a known-weak value'],
+    ['Tr0ub4dor&3', 'is shorter than 32 characters (11)'],
+  ])('ADMIN_API_KEY=%s in production exits 1 naming the variable, never printing the key', (key, why) => {
+    const r = runMain({ NODE_ENV: 'production', ADMIN_API_KEY: key, JWT_SECRET: 'k9T2vQx7Lm4Rz8Wp1Ys6Nb3Hc5Jd0Fg2Ae7', DB_PASSWORD: 'x'.repeat(24), DEPLOYMENT_ID: '0b1d6a8e-4a4e-4d38-9d0e-3f3b7a1c2d4e', SVC_DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'svc-s-')) });
+    expect(r.status).toBe(1);
+    // Exactly the fixed message: no other output, so the key is nowhere in it.
+    expect(r.stderr).toBe(`invalid configuration:\n  - ADMIN_API_KEY ${why}: use at least 32 random characters (for example admin_ followed by 24 random bytes in base64url), or leave it empty to turn the admin API off\n`);
+    expect(r.stdout).toBe('');
+  });
+  it.runIf(REAL)('production starts with the password in DATABASE_URL and DB_PASSWORD empty', async () => {
+    const testDb = await createTestDb();
+    try {
+      const u = new URL(testDb.appUrl!);
+      u.password = 'svc-test-only-password-0000';
+      const p = await spawnApi(u.toString(), '0b1d6a8e-4a4e-4d38-9d0e-3f3b7a1c2d4e', { DB_PASSWORD: '', DATABASE_MIGRATION_URL: testDb.ownerUrl! });
+      try {
+        expect((await fetch(`${p.url}/health`)).status).toBe(200);
+        expect(p.output()).not.toContain('DB_PASSWORD');
+      } finally {
+        await p.stop();
+      }
+    } finally {
+      await testDb.close();
+    }
+  }, 180_000);
   it.runIf(REAL)('connecting as a PostgreSQL superuser is refused', async () => {
     const config = loadConfig({ DATABASE_URL: process.env.DATABASE_MIGRATION_URL || process.env.DATABASE_URL!, JWT_SECRET: 'k9T2vQx7Lm4Rz8Wp1Ys6Nb3Hc5Jd0Fg2Ae7', DB_PASSWORD: 'x'.repeat(24), DEPLOYMENT_ID: '0b1d6a8e-4a4e-4d38-9d0e-3f3b7a1c2d4e' });
     await expect(openConfiguredDb(config, memoryLogger())).rejects.toThrow(StartupError);

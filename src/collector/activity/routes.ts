@@ -26,7 +26,7 @@ async function startCollectors(ctx: AppContext): Promise<() => Promise<void>> {
   }
   const stops: Array<() => Promise<void>> = [];
   // Two parsing threads shared by the file collectors (started at their first batch).
-  const pool = new ParsePool({ size: Math.min(2, os.availableParallelism()), hmacSecret: cfg.hmacSecret, logger: log });
+  const pool = new ParsePool({ size: Math.min(2, os.availableParallelism()), hmacSecret: cfg.hmacSecret, pseudonymize: cfg.pseudonymizeAttributes, logger: log });
   for (const [def, file] of [
     [cowork, cfg.coworkFile],
     [codeCli, cfg.codeCliFile],

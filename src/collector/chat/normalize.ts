@@ -5,7 +5,9 @@
  *   metadata only, about 40 types), matched after the vendor prefix.
  * - Actor e-mail, unauthenticated e-mail and IP address are replaced by HMAC-SHA256
  *   before anything is stored, inside raw_attributes too; any other e-mail or IP address
- *   in any field is masked as well. actor_identity is the actor's user id.
+ *   in any field is masked as well. actor_identity is the actor's user id, pseudonymized
+ *   (the same keyed hash as the OTLP account id, so the sources still join) while
+ *   `actor_identity` is in COLLECTOR_PSEUDONYMIZE_ATTRIBUTES.
  * - The activity id is the dedupe key (delivery is at-least-once), so it is the event_id.
  */
 import { createHash } from 'node:crypto';
@@ -59,7 +61,7 @@ export function activityToRow(activity: unknown, redactor: Redactor, now: string
   const { actor, ...rest } = a;
   let actorOut: unknown = actor;
   if (actor && typeof actor === 'object' && !Array.isArray(actor)) {
-    const red = redactor.redactAttributes(actor as Record<string, unknown>, { maskKeys: ACTOR_MASK_KEYS });
+    const red = redactor.redactAttributes(actor as Record<string, unknown>, { maskKeys: ACTOR_MASK_KEYS, prefix: 'actor.' });
     actorOut = red.value;
     for (const k of red.maskedKeys) maskedKeys.add(`actor.${k}`);
     maskedCount += red.maskedCount;

@@ -70,16 +70,20 @@ describe('chat collector', () => {
     expect(d).toMatchObject({
       source_id: CHAT_SOURCE_ID,
       observed_at: '2026-03-02T10:16:02.000Z',
-      actor_identity: 'user_01SYNTHUSER0000000000000',
+      // The user id and the organization ids are pseudonymized (COLLECTOR_PSEUDONYMIZE_ATTRIBUTES' default).
+      actor_identity: hmac('user_01SYNTHUSER0000000000000'),
       event_name: 'vendor_chat_created',
       event_type: 'unknown',
-      redaction_masked_keys: '["actor.email_address","actor.ip_address"]',
-      redaction_masked_count: 2,
+      redaction_masked_keys: '["actor.email_address","actor.ip_address","actor.user_id","organization_id","organization_uuid"]',
+      redaction_masked_count: 5,
     });
     expect(d.raw_attributes).toMatchObject({
       vendor_chat_id: 'vendor_chat_01SYNTHCHAT000000000000',
-      actor: { type: 'user_actor', email_address: hmac('dana@example.com'), ip_address: hmac('198.51.100.7'), user_agent: 'Mozilla/5.0 (synthetic)' },
+      organization_id: hmac('org_01SYNTHORG00000000000000'),
+      organization_uuid: hmac('00000000-0000-4000-8000-000000000001'),
+      actor: { type: 'user_actor', email_address: hmac('dana@example.com'), ip_address: hmac('198.51.100.7'), user_id: hmac('user_01SYNTHUSER0000000000000'), user_agent: 'Mozilla/5.0 (synthetic)' },
     });
+    for (const r of rows()) expect(JSON.stringify(r)).not.toMatch(/user_01SYNTHUSER|org_01SYNTHORG|00000000-0000-4000-8000-000000000001/);
     const unauth = byId.activity_01SYNTH00000000000000009;
     expect(unauth).toMatchObject({ event_type: 'error', error_message: 'not_shared', actor_identity: null });
     expect((unauth.raw_attributes.actor as Record<string, unknown>).unauthenticated_email_address).toBe(hmac('eve.outsider@example.net'));
@@ -87,8 +91,9 @@ describe('chat collector', () => {
     const frank = byId.activity_01SYNTH00000000000000007;
     // The address pattern is greedy: `.txt` reads as part of the domain, so more is masked, never less.
     expect(frank.raw_attributes.filename).toBe(`notes for ${hmac('frank@example.com.txt')}`);
-    expect(frank.redaction_masked_keys).toBe('["actor.email_address","actor.ip_address","filename"]');
-    expect(byId.activity_01SYNTH00000000000000008.redaction_masked_keys).toBeNull(); // vendor_actor: e-mail is null
+    expect(frank.redaction_masked_keys).toBe('["actor.email_address","actor.ip_address","actor.user_id","filename","organization_id"]');
+    // vendor_actor: e-mail is null; only the organization id is pseudonymized.
+    expect(byId.activity_01SYNTH00000000000000008.redaction_masked_keys).toBe('["organization_id"]');
     store.db.pragma('wal_checkpoint(TRUNCATE)');
     expect(scanDatabase(dbPath)).toEqual([]);
     expect(feed.requests[0].headers['x-api-key']).toBe(feed.key);

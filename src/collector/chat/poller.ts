@@ -37,12 +37,14 @@ const chatDescription = 'Chat product activity from the Compliance API Activity 
 const chatCoverage: CoverageManifest = {
   captures: [
     'metadata of about 40 chat, file, project and artifact activity types (created, viewed, updated, deleted, shared, access failed ...): ids, file names, timestamps',
-    "the actor's user id as actor_identity, which joins the desktop agent's and the CLI's account id",
+    "the actor's user id as actor_identity, pseudonymized with the same keyed hash as the desktop agent's and the CLI's account id, so the sources still join",
     'the actor type, user agent, organization ids, and the per-type fields of each activity',
   ],
   does_not_capture: [
     'message, prompt, response or file content: the feed carries metadata only',
     'actor e-mail, unauthenticated e-mail and IP addresses: replaced by HMAC-SHA256 hashes before storage, inside raw_attributes too',
+    'the actor user id and the organization id and uuid (COLLECTOR_PSEUDONYMIZE_ATTRIBUTES: actor_identity, organization.id): replaced by their keyed hash',
+    'API-key-like tokens, JWTs, credentials, US SSNs, Luhn-valid card numbers and obfuscated e-mails in file names or other fields: masked as in the other collectors',
     'sign-in, admin, compliance-API and other activity types outside the allowlist: dropped and counted',
     'desktop agent (Cowork) activity, which the feed does not carry',
     'activity older than the first start, unless BACKFILL_ON_FIRST_RUN=1 on that first start',

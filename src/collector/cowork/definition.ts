@@ -19,12 +19,14 @@ export const cowork: OtlpCollectorDef = {
   coverage: {
     captures: [
       'prompts (as keyed hashes, with prompt_length), tool calls and MCP tool calls with success, approvals (tool decisions), model requests with model, cost, tokens and duration, API errors',
-      'session id, prompt id (correlation_id) and the account id as actor_identity, which joins the chat feed',
+      'session id, prompt id (correlation_id) and the account id as actor_identity, pseudonymized with the same keyed hash as the chat feed\'s user id, so the two still join',
       'every other log record of the export, typed by attribute patterns or as unknown',
     ],
     does_not_capture: [
       'prompt and response text, tool inputs and parameters, workspace paths and the OS login (process.owner): replaced by keyed hashes before storage',
-      'user e-mail addresses and IP addresses: replaced by HMAC-SHA256 hashes',
+      'user e-mail addresses and IP addresses: replaced by HMAC-SHA256 hashes; percent-encoded and obfuscated e-mails (a%40b.com, a [at] b [dot] com, a(at)b.com) get the same hash as the plain address',
+      'the identifiers of COLLECTOR_PSEUDONYMIZE_ATTRIBUTES (by default user.id, user.account_uuid, user.account_id, organization.id and whatever actor_identity is read from): replaced by their keyed hash',
+      'API-key-like tokens, JWTs, Bearer/Basic credentials, US SSNs and Luhn-valid card numbers in any other text: replaced by [redacted:<kind>]; values of keys named like a secret by [redacted:secret]',
       'metrics, traces and profiles lines of a shared export: skipped and counted',
       'anything before an admin points an OTLP pipeline at the exporter file: nothing arrives until then',
       'chat activity: Cowork is not in the compliance feed and the chat product is not in this export',
@@ -34,6 +36,7 @@ export const cowork: OtlpCollectorDef = {
       'the event type is inferred: from the event name (its last dotted part) first, then from attribute patterns; unknown when nothing matches',
       'event ids derive from the export line and the record\'s place in it: a line read again is never stored twice, but a batch the pipeline exported twice is',
       'content capture is an admin setting of the desktop product; what is masked here does not depend on it',
+      'secret detection in text is by pattern: tokens without a known prefix, passwords in prose, names, postal addresses and phone numbers are not caught (src/collector/README.md lists what is)',
     ],
   },
 };

@@ -53,7 +53,7 @@ describe('coding CLI export (fixture code-cli.jsonl)', () => {
     expect(a).toMatchObject({ model: 'vendor-model-1', cost_usd: 0.1068, input_tokens: 1200, output_tokens: 350, duration_ms: 5321 });
     expect(b).toMatchObject({ model: 'vendor-model-2', cost_usd: 0.5, input_tokens: 10, output_tokens: 20, duration_ms: 900 });
     for (const r of rows.filter((x) => x.event_type !== 'model_call')) {
-      expect([r.model, r.cost_usd, r.input_tokens, r.output_tokens, r.duration_ms]).toEqual([null, null, null, null, null]);
+      expect([r.model, r.cost_usd, r.input_tokens, r.output_tokens]).toEqual([null, null, null, null]);
     }
   });
 
@@ -71,12 +71,13 @@ describe('coding CLI export (fixture code-cli.jsonl)', () => {
   it('uses account id, session id and prompt id; never an e-mail', () => {
     const r = byName('user_prompt')[0];
     expect(r).toMatchObject({
-      actor_identity: 'user_01SYNTHUSER0000000000000',
+      actor_identity: hmac('user_01SYNTHUSER0000000000000'), // pseudonymized
       session_id: '5e7a0c2b-1111-4222-8333-944445555666',
       correlation_id: 'c0ffee00-1234-4abc-8def-0123456789ab',
       observed_at: '2026-01-01T00:00:01.000Z',
     });
-    expect(byName('tool_decision')[1].actor_identity).toBe('abc123');
+    expect(byName('tool_decision')[1].actor_identity).toBe(hmac('abc123'));
+    for (const row of rows) expect(row.raw_attributes).not.toMatch(/user_01SYNTHUSER|7a8b9c0d-0000-4000-8000-000000001234|0b1c2d3e-0000-4000-8000-00000000abcd/);
   });
 
   it('masks the e-mail always, inside opted-in text too, and says so', () => {
@@ -84,11 +85,11 @@ describe('coding CLI export (fixture code-cli.jsonl)', () => {
     const prompt = byName('user_prompt')[1];
     expect(raw(prompt)['user.email']).toBe(hmac('dev@example.com'));
     expect(raw(prompt).prompt).toBe(`please e-mail the report to ${hmac('alice.smith+q3@corp.example.org')} today`);
-    expect(prompt.redaction_masked_keys).toBe('["prompt","user.email"]');
-    expect(prompt.redaction_masked_count).toBe(2);
+    expect(prompt.redaction_masked_keys).toBe('["prompt","user.account_id","user.email","user.id"]');
+    expect(prompt.redaction_masked_count).toBe(4);
     // Opted-out text stays the upstream placeholder, and lengths are kept.
     expect(raw(byName('user_prompt')[0])).toMatchObject({ prompt: '<REDACTED>', prompt_length: '42' });
-    expect(byName('user_prompt')[0].redaction_masked_keys).toBe('["user.email"]');
+    expect(byName('user_prompt')[0].redaction_masked_keys).toBe('["organization.id","user.account_id","user.account_uuid","user.email","user.id"]');
   });
 
   it('derives the same event_id from the same record, and distinct ids otherwise', () => {
@@ -124,7 +125,7 @@ describe('cowork export (fixture cowork.jsonl)', () => {
     expect(raw(prompt)['workspace.host_paths']).toBe(hmac('["/Users/dana/Projects/secret-plan"]'));
     expect(raw(prompt)['process.owner']).toBe(hmac('dana'));
     expect(raw(prompt)['user.email']).toBe(hmac('dana@example.com'));
-    expect(prompt.redaction_masked_keys).toBe('["process.owner","prompt","user.email","workspace.host_paths"]');
+    expect(prompt.redaction_masked_keys).toBe('["organization.id","process.owner","prompt","user.account_id","user.account_uuid","user.email","user.id","workspace.host_paths"]');
     expect(raw(mcp).tool_parameters).toBe(hmac('{"mcp_server_name":"drive","mcp_tool_name":"search"}'));
     expect(raw(mcp).tool_input).toMatch(/^hmac-sha256:/);
     expect(mcp.event_type).toBe('mcp_call'); // inferred before the parameters were masked

@@ -5,8 +5,14 @@
  *   identifier (`vendor_code.tool_result`); it is matched by the part after its last dot,
  *   so real exports work whatever their vendor prefix.
  * - Types: user_prompt -> prompt, tool_result -> tool_call (mcp_call for an MCP tool),
- *   api_request -> model_call, api_error -> error, tool_decision -> approval. A source that
- *   infers from attributes (cowork) tries attribute patterns next; anything else is unknown.
+ *   api_request -> model_call, api_error -> error, tool_decision -> approval,
+ *   mcp_server_connection -> mcp_connection, permission_mode_changed -> permission_mode, and
+ *   by prefix hook_* -> hook (hook_registered, hook_execution_start/complete, ...),
+ *   plugin_* -> plugin (plugin_installed, plugin_loaded), skill_* -> skill (skill_activated).
+ *   A source that infers from attributes (cowork) tries attribute patterns next; anything
+ *   else is unknown.
+ * - duration_ms is the event's `duration_ms` (tool results, model requests, API errors, MCP
+ *   connections), else `total_duration_ms` (a hook event's completion).
  * - Every column is read from the REDACTED attributes, so that no column can carry what
  *   raw_attributes does not.
  */
@@ -29,7 +35,24 @@ const NAME_TYPES: Record<string, EventType> = {
   api_request: 'model_call',
   api_error: 'error',
   tool_decision: 'approval',
+  mcp_server_connection: 'mcp_connection',
+  permission_mode_changed: 'permission_mode',
 };
+/** Event families matched by the prefix of the name's last part (`hook_execution_complete`). */
+const PREFIX_TYPES: ReadonlyArray<[string, EventType]> = [
+  ['hook_', 'hook'],
+  ['plugin_', 'plugin'],
+  ['skill_', 'skill'],
+];
+
+/** The type of an event name (its last dotted part), or null. */
+function typeOfName(name: string): EventType | null {
+  const last = lastPart(name);
+  // Own keys only: an event named `constructor` is not a type.
+  if (Object.hasOwn(NAME_TYPES, last)) return NAME_TYPES[last];
+  for (const [prefix, type] of PREFIX_TYPES) if (last.startsWith(prefix)) return type;
+  return null;
+}
 /** The canonical name of a type inferred from attributes alone. */
 const TYPE_NAMES: Partial<Record<EventType, string>> = {
   prompt: 'user_prompt',
@@ -110,7 +133,7 @@ export function recordToRow(ctx: RecordContext, resourceAttrs: Record<string, un
     if (typeof id === 'string' && HEX_ID.test(id) && !(key in attrs)) attrs[key] = id.toLowerCase();
   }
 
-  let type: EventType | null = name ? (NAME_TYPES[lastPart(name)] ?? null) : null;
+  let type: EventType | null = name ? typeOfName(name) : null;
   if (type === 'tool_call' && isMcpTool(attrs)) type = 'mcp_call';
   if (type === null && ctx.profile.inferFromAttributes) type = inferFromAttributes(attrs);
   const eventType: EventType = type ?? 'unknown';
@@ -143,7 +166,7 @@ export function recordToRow(ctx: RecordContext, resourceAttrs: Record<string, un
     cost_usd: isModel ? (toNumber(r.cost_usd) ?? (costMicros === null ? null : costMicros / 1e6)) : null,
     input_tokens: isModel ? toInt(r.input_tokens) : null,
     output_tokens: isModel ? toInt(r.output_tokens) : null,
-    duration_ms: isModel ? toInt(r.duration_ms) : null,
+    duration_ms: toInt(r.duration_ms) ?? toInt(r.total_duration_ms),
     error_message:
       toText(r.error) ?? toText(r['error.message']) ?? (eventType === 'error' || r.success === 'false' || r.success === false ? toText(r.error_type) : null),
     redaction_masked_keys: maskedKeysColumn(red.maskedKeys),

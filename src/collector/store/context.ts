@@ -12,5 +12,5 @@ export function collectorStore(ctx: AppContext): CollectorStore {
 }
 
 export function collectorRedactor(ctx: AppContext): Redactor {
-  return ctx.singleton('collector-redactor', () => new Redactor(ctx.config.collector.hmacSecret));
+  return ctx.singleton('collector-redactor', () => new Redactor(ctx.config.collector.hmacSecret, { pseudonymize: ctx.config.collector.pseudonymizeAttributes }));
 }

@@ -4,9 +4,10 @@
  * collector's progress (file offset, feed cursor, counters), written in the same
  * transaction as the rows they produced, which is what makes ingestion effectively-once.
  */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
-const EVENT_TYPES = ['prompt', 'tool_call', 'mcp_call', 'model_call', 'approval', 'error', 'unknown'] as const;
+/** Version 2 added hook, plugin, skill, mcp_connection and permission_mode (the CHECK constraint; see migrateEventTypes). */
+const EVENT_TYPES = ['prompt', 'tool_call', 'mcp_call', 'model_call', 'approval', 'error', 'hook', 'plugin', 'skill', 'mcp_connection', 'permission_mode', 'unknown'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
 export const SCHEMA_SQL = `
@@ -89,3 +90,20 @@ CREATE TABLE IF NOT EXISTS collector_counters (
   PRIMARY KEY (source_id, name)
 ) WITHOUT ROWID;
 `;
+
+/**
+ * A store of an earlier build has the older CHECK (event_type IN ...), which SQLite cannot
+ * alter: the table is rebuilt under the new schema, rows copied as they are, in one
+ * transaction (the caller's). Run before SCHEMA_SQL; a no-op on a new or current store.
+ */
+export function migrateEventTypes(db: { prepare(sql: string): { get(...a: unknown[]): unknown }; exec(sql: string): unknown }): boolean {
+  const row = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'observed_activity_log'").get() as { sql: string } | undefined;
+  if (!row || row.sql.includes("'permission_mode'")) return false;
+  db.exec('DROP INDEX IF EXISTS observed_activity_log_source');
+  db.exec('DROP INDEX IF EXISTS observed_activity_log_newest');
+  db.exec('ALTER TABLE observed_activity_log RENAME TO observed_activity_log_old');
+  db.exec(SCHEMA_SQL);
+  db.exec('INSERT INTO observed_activity_log SELECT * FROM observed_activity_log_old');
+  db.exec('DROP TABLE observed_activity_log_old');
+  return true;
+}

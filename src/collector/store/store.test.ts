@@ -110,6 +110,31 @@ describe('CollectorStore', () => {
     expect(() => new CollectorStore(path.join(dir, 'c.sqlite'))).toThrow(/newer/);
     store = new CollectorStore(':memory:');
   });
+
+  it('rebuilds a version-1 store (the older event_type CHECK) keeping its rows, then takes the new types', () => {
+    store.registerSource('vendor-code-cli', 'd', manifest);
+    store.commit('vendor-code-cli', { rows: [row('a', { event_type: 'tool_call', duration_ms: 5 }), row('b')] });
+    // Make it what an earlier build left: the version-1 CHECK, user_version 1.
+    const old = (store.db.prepare("SELECT sql FROM sqlite_master WHERE name = 'observed_activity_log'").get() as { sql: string }).sql;
+    const v1 = old.replace(/'hook', 'plugin', 'skill', 'mcp_connection', 'permission_mode', /, '');
+    expect(v1).not.toBe(old);
+    store.db.exec(`DROP INDEX observed_activity_log_source; ALTER TABLE observed_activity_log RENAME TO t; ${v1}; INSERT INTO observed_activity_log SELECT * FROM t; DROP TABLE t;
+      CREATE INDEX observed_activity_log_source ON observed_activity_log (source_id, observed_at, event_id)`);
+    store.db.pragma('user_version = 1');
+    // INSERT OR IGNORE skips a row its CHECK refuses: without the rebuild, new types would be lost.
+    expect(store.commit('vendor-code-cli', { rows: [row('c', { event_type: 'hook' })] })).toBe(0);
+    store.close();
+
+    store = new CollectorStore(path.join(dir, 'c.sqlite'));
+    expect(store.db.pragma('user_version', { simple: true })).toBe(2);
+    expect(store.listObserved({ limit: 10 }).map((r) => [r.event_id, r.event_type, r.duration_ms])).toEqual([['b', 'unknown', null], ['a', 'tool_call', 5]]);
+    for (const t of ['hook', 'plugin', 'skill', 'mcp_connection', 'permission_mode'] as const) {
+      expect(store.commit('vendor-code-cli', { rows: [row(`n-${t}`, { event_type: t })] })).toBe(1);
+    }
+    const idx = store.db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'observed_activity_log' AND sql IS NOT NULL").pluck().all();
+    expect(idx).toEqual(['observed_activity_log_source']);
+    expect(store.listSources()[0].event_count).toBe(7);
+  });
 });
 
 describe('checkpoints and durability', () => {

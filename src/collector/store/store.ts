@@ -16,7 +16,7 @@ import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import type { components } from '../../../gen/openapi/collector.js';
-import { SCHEMA_SQL, SCHEMA_VERSION, type EventType } from './schema.js';
+import { migrateEventTypes, SCHEMA_SQL, SCHEMA_VERSION, type EventType } from './schema.js';
 
 export type SourceId = components['schemas']['SourceId'];
 export type ObservedActivity = components['schemas']['ObservedActivity'];
@@ -136,7 +136,10 @@ export class CollectorStore {
       this.db.close();
       throw new Error(`collector store ${file} has schema version ${version}, newer than this build (${SCHEMA_VERSION})`);
     }
-    this.db.exec(SCHEMA_SQL);
+    this.db.transaction(() => {
+      migrateEventTypes(this.db);
+      this.db.exec(SCHEMA_SQL);
+    })();
     this.db.pragma(`user_version = ${SCHEMA_VERSION}`);
 
     this.insertRow = this.db.prepare(`INSERT OR IGNORE INTO observed_activity_log (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map(() => '?').join(', ')})`);

@@ -1,6 +1,6 @@
 /**
  * Worker-thread entry of the OTLP collectors: parses, types and redacts batches of lines
- * (each message names its source; workerData carries the HMAC secret) and posts back
+ * (each message names its source; workerData carries the HMAC secret and the pseudonymized attribute names) and posts back
  * packed rows. It holds no state between batches and never touches the store.
  */
 import { parentPort, workerData } from 'node:worker_threads';
@@ -10,8 +10,8 @@ import { processOtlpLine } from '../otlp/lines.js';
 import { Redactor } from '../redact/redactor.js';
 import { processBatch } from './processor.js';
 
-const data = workerData as { hmacSecret: string | null };
-const redactor = new Redactor(data.hmacSecret);
+const data = workerData as { hmacSecret: string | null; pseudonymize?: string[] };
+const redactor = new Redactor(data.hmacSecret, { pseudonymize: data.pseudonymize });
 const DEFS = { [cowork.profile.sourceId]: cowork, [codeCli.profile.sourceId]: codeCli } as Record<string, typeof cowork>;
 const port = parentPort!;
 

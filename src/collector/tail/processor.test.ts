@@ -41,6 +41,29 @@ describe('line processors', () => {
   });
 });
 
+describe('the worker threads redact as configured', () => {
+  it('pseudonymize the attribute names given to the pool, and only those', async () => {
+    const lines = readFixture('code-cli.jsonl').split('\n');
+    const pseudonymize = ['session.id'];
+    const fallback = (line: string, rows: any[], counters: any, now: string) =>
+      processOtlpLine(line, { profile: codeCli.profile, redactor: new Redactor('s3cret', { pseudonymize }), now }, rows, counters);
+    const here = await inThreadProcessor(fallback).process(lines, NOW);
+    const pool = new ParsePool({ size: 1, hmacSecret: 's3cret', pseudonymize, logger: memoryLogger() });
+    try {
+      const there = await poolProcessor(pool, codeCli.profile.sourceId, () => {
+        throw new Error('fallback used');
+      }).process(lines, NOW);
+      expect(there).toEqual(here);
+      const row = (there.rows[0] as unknown[]).map(String);
+      // session_id hashed; the account id (actor_identity) kept, as the list no longer names it.
+      expect(row).toContain('user_01SYNTHUSER0000000000000');
+      expect(row.join('\n')).not.toContain('5e7a0c2b-1111-4222-8333-944445555666');
+    } finally {
+      await pool.close();
+    }
+  });
+});
+
 describe('packLines', () => {
   it('keeps each line whole, multi-byte characters and empty lines included', async () => {
     const lines = ['{"a":"é€😀"}', '', 'x', '{"b":"\\u00e9"}'];

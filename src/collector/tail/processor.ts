@@ -93,6 +93,7 @@ class ParseWorker {
 
   constructor(
     private readonly hmacSecret: string | null,
+    private readonly pseudonymize: readonly string[] | undefined,
     private readonly logger: Logger,
   ) {}
 
@@ -103,7 +104,7 @@ class ParseWorker {
         : `import(${JSON.stringify(WORKER_ENTRY)})`;
       let w: Worker;
       try {
-        w = new Worker(code, { eval: true, workerData: { hmacSecret: this.hmacSecret } });
+        w = new Worker(code, { eval: true, workerData: { hmacSecret: this.hmacSecret, pseudonymize: this.pseudonymize } });
       } catch (e) {
         this.fail(e as Error);
         return resolve(false);
@@ -174,8 +175,9 @@ class ParseWorker {
 export class ParsePool {
   private readonly workers: ParseWorker[];
 
-  constructor(opts: { size: number; hmacSecret: string | null; logger: Logger }) {
-    this.workers = Array.from({ length: Math.max(1, opts.size) }, () => new ParseWorker(opts.hmacSecret, opts.logger));
+  /** `pseudonymize`: the attribute names the workers' redactors pseudonymize (default: the config's default list). */
+  constructor(opts: { size: number; hmacSecret: string | null; pseudonymize?: readonly string[]; logger: Logger }) {
+    this.workers = Array.from({ length: Math.max(1, opts.size) }, () => new ParseWorker(opts.hmacSecret, opts.pseudonymize, opts.logger));
   }
 
   /** Starts the threads now (otherwise at the first batch). */
