@@ -8,8 +8,8 @@
  *   into $SVC_DATA_DIR/secrets.json (mode 0600) on first start.
  * - production (DATABASE_URL set, or NODE_ENV=production): nothing is generated; a weak,
  *   patterned or missing JWT_SECRET, a set but weak or patterned ADMIN_API_KEY (empty is
- *   allowed: admin routes answer 503), and no database password (neither DB_PASSWORD nor
- *   one in DATABASE_URL) abort start-up.
+ *   allowed: admin routes answer 503), and a missing or empty DB_PASSWORD (required in
+ *   production whatever the URL carries, decisions.md) abort start-up.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
@@ -310,11 +310,10 @@ export function loadConfig(env: Env = process.env): Config {
     r.problems.push(`ADMIN_API_KEY ${adminProblem}: use at least 32 random characters (for example admin_ followed by 24 random bytes in base64url), or leave it empty to turn the admin API off`);
   }
 
-  // The password is DB_PASSWORD, or the one DATABASE_URL carries (which then wins).
+  // DB_PASSWORD is required in production whatever DATABASE_URL carries (decisions.md); it is
+  // a connection's password only when that connection's URL carries none (app-context.ts).
   const dbPassword = r.str('DB_PASSWORD');
-  if (mode === 'production' && !dbPassword && !urlPassword(databaseUrl)) {
-    r.problems.push('DB_PASSWORD is required in production when DATABASE_URL carries no password (set DB_PASSWORD, or put the password in DATABASE_URL)');
-  }
+  if (mode === 'production' && !dbPassword) r.problems.push('DB_PASSWORD is required in production and must not be empty');
 
   const dbSslMode = r.str('DB_SSL_MODE') || 'disable';
   if (dbSslMode !== 'disable' && dbSslMode !== 'require') r.problems.push(`DB_SSL_MODE must be "disable" or "require" (got "${dbSslMode}")`);

@@ -146,12 +146,13 @@ describe('production: patterned JWT_SECRET', () => {
 });
 
 describe('production: the database password', () => {
-  it('is refused when neither DB_PASSWORD nor DATABASE_URL carries one', () => {
-    expect(problems(prod({ DB_PASSWORD: '' }))).toEqual(['DB_PASSWORD is required in production when DATABASE_URL carries no password (set DB_PASSWORD, or put the password in DATABASE_URL)']);
+  it('DB_PASSWORD is required in production, even when DATABASE_URL carries a password (decisions.md)', () => {
+    expect(problems(prod({ DB_PASSWORD: '' }))).toEqual(['DB_PASSWORD is required in production and must not be empty']);
+    expect(problems(prod({ DATABASE_URL: 'postgres://svc_app:s3cr%40t@127.0.0.1/db', DB_PASSWORD: '' }))).toEqual(['DB_PASSWORD is required in production and must not be empty']);
   });
-  it('is accepted from the URL alone, which then wins over DB_PASSWORD', () => {
-    const env = prod({ DATABASE_URL: 'postgres://svc_app:s3cr%40t@127.0.0.1/db', DB_PASSWORD: '' });
-    expect(loadConfig(env).dbPassword).toBeNull();
+  it("a URL's own password is read (it wins over DB_PASSWORD for that connection)", () => {
+    const env = prod({ DATABASE_URL: 'postgres://svc_app:s3cr%40t@127.0.0.1/db' });
+    expect(loadConfig(env).dbPassword).toBe('p'.repeat(24));
     expect(urlPassword(env.DATABASE_URL)).toBe('s3cr@t');
     expect(urlPassword('postgres://svc_app@127.0.0.1/db')).toBeNull();
     expect(urlPassword(null)).toBeNull();

@@ -42,12 +42,23 @@ describe('start-up refusals', () => {
     expect(r.stderr).toBe(`invalid configuration:\n  - ADMIN_API_KEY ${why}: use at least 32 random characters (for example admin_ followed by 24 random bytes in base64url), or leave it empty to turn the admin API off\n`);
     expect(r.stdout).toBe('');
   });
-  it.runIf(REAL)('production starts with the password in DATABASE_URL and DB_PASSWORD empty', async () => {
+  it('production refuses an empty DB_PASSWORD even when DATABASE_URL carries a password (decisions.md)', () => {
+    const r = runMain({
+      DATABASE_URL: 'postgres://svc_app:url-password-0000@127.0.0.1:1/none',
+      DB_PASSWORD: '',
+      JWT_SECRET: 'k9T2vQx7Lm4Rz8Wp1Ys6Nb3Hc5Jd0Fg2Ae7',
+      DEPLOYMENT_ID: '0b1d6a8e-4a4e-4d38-9d0e-3f3b7a1c2d4e',
+      SVC_DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'svc-s-')),
+    });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toBe('invalid configuration:\n  - DB_PASSWORD is required in production and must not be empty\n');
+  });
+  it.runIf(REAL)("production connects with the password DATABASE_URL carries when DB_PASSWORD is another", async () => {
     const testDb = await createTestDb();
     try {
       const u = new URL(testDb.appUrl!);
       u.password = 'svc-test-only-password-0000';
-      const p = await spawnApi(u.toString(), '0b1d6a8e-4a4e-4d38-9d0e-3f3b7a1c2d4e', { DB_PASSWORD: '', DATABASE_MIGRATION_URL: testDb.ownerUrl! });
+      const p = await spawnApi(u.toString(), '0b1d6a8e-4a4e-4d38-9d0e-3f3b7a1c2d4e', { DB_PASSWORD: 'not-the-url-password-but-set-0000', DATABASE_MIGRATION_URL: testDb.ownerUrl! });
       try {
         expect((await fetch(`${p.url}/health`)).status).toBe(200);
         expect(p.output()).not.toContain('DB_PASSWORD');
