@@ -2,6 +2,7 @@
 import type { operations } from '../../gen/openapi/control-plane.js';
 import { docsRoutes } from '../shared/http/docs.js';
 import { healthHandler, httpService } from '../shared/http/service-app.js';
+import { metricsResponse } from '../shared/metrics.js';
 import { routes as agents } from './agents/routes.js';
 import { routes as keys } from './keys/routes.js';
 import { routes as mcpServers } from './mcp-servers/routes.js';
@@ -16,7 +17,7 @@ export const apiService = httpService<operations>()({
   specFile: 'openapi-control-plane.yaml',
   port: (c) => c.ports.api,
   modules: [
-    { handlers: { getApiHealth: healthHandler('api'), getContextApiHealth: healthHandler('context') } },
+    { handlers: { getApiHealth: healthHandler('api'), getApiMetrics: metricsResponse, getContextApiHealth: healthHandler('context') } },
     agents,
     keys,
     mcpServers,

@@ -3,6 +3,7 @@ import type { GrpcServiceDef } from '../shared/service.js';
 import type { operations } from '../../gen/openapi/context-webhook.js';
 import { docsRoutes } from '../shared/http/docs.js';
 import { healthHandler, httpService } from '../shared/http/service-app.js';
+import { metricsResponse } from '../shared/metrics.js';
 import { routes as webhook } from './webhook/routes.js';
 import { contextPreHandle, contextRoutes } from './grpc/routes.js';
 import { startFanout } from './fanout/index.js';
@@ -11,7 +12,7 @@ export const contextWebhookService = httpService<operations>()({
   name: 'context-webhook',
   specFile: 'openapi-context-webhook.yaml',
   port: (c) => c.ports.contextWebhook,
-  modules: [{ handlers: { getWebhookHealth: healthHandler('context') } }, webhook, docsRoutes('Webhook', 'openapi-context-webhook.yaml')],
+  modules: [{ handlers: { getWebhookHealth: healthHandler('context'), getWebhookMetrics: metricsResponse } }, webhook, docsRoutes('Webhook', 'openapi-context-webhook.yaml')],
 });
 
 export const contextGrpcService: GrpcServiceDef = {

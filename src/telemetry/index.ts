@@ -2,11 +2,12 @@
 import type { operations } from '../../gen/openapi/telemetry.js';
 import { docsRoutes } from '../shared/http/docs.js';
 import { healthHandler, httpService } from '../shared/http/service-app.js';
+import { metricsResponse } from '../shared/metrics.js';
 import { routes as beacon } from './beacon/routes.js';
 
 export const telemetryService = httpService<operations>()({
   name: 'telemetry',
   specFile: 'openapi-telemetry.yaml',
   port: (c) => c.ports.telemetry,
-  modules: [{ handlers: { getTelemetryHealth: healthHandler('telemetry') } }, beacon, docsRoutes('Telemetry', 'openapi-telemetry.yaml')],
+  modules: [{ handlers: { getTelemetryHealth: healthHandler('telemetry'), getTelemetryMetrics: metricsResponse } }, beacon, docsRoutes('Telemetry', 'openapi-telemetry.yaml')],
 });
