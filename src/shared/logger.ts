@@ -32,7 +32,7 @@ const SECRET_NAMES = [
   'x-admin-key', 'x-api-key', 'jwtSecret', 'jwt_secret', 'hmacSecret', 'hmac_secret', 'dbPassword', 'db_password',
 ];
 const prop = (name: string) => (/^[A-Za-z_$][\w$]*$/.test(name) ? `.${name}` : `["${name}"]`);
-export const REDACT_PATHS = SECRET_NAMES.flatMap((n) => [prop(n).replace(/^\./, ''), `*${prop(n)}`, `*.*${prop(n)}`]);
+const REDACT_PATHS = SECRET_NAMES.flatMap((n) => [prop(n).replace(/^\./, ''), `*${prop(n)}`, `*.*${prop(n)}`]);
 
 const SECRET_VALUE = /\b(sk_[A-Za-z0-9]{8,}|admin_[A-Za-z0-9_-]{8,}|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*)/g;
 /** The cheap pre-check: every shape above contains one of these. */

@@ -15,7 +15,7 @@
 import { Code } from '@connectrpc/connect';
 import client from 'prom-client';
 
-export const registry = new client.Registry();
+const registry = new client.Registry();
 client.collectDefaultMetrics({ register: registry });
 
 /** Request durations (seconds): 0.5 ms to 10 s. */

@@ -14,6 +14,7 @@ import { ADMIN_KEY, startTestStack, type TestStack } from '../harness.js';
 import { issueKey, makeAgent } from '../identity/fixtures.js';
 import { grpcClient } from '../context/fixtures.js';
 import type { ServiceName } from '../../src/shared/service.js';
+import { metricsText } from '../../src/shared/metrics.js';
 
 let t: TestStack;
 let agent: { agent_id: string };
@@ -122,6 +123,10 @@ describe('GET /metrics', () => {
       expect(total(samples, 'process_cpu_user_seconds_total'), name).toBeGreaterThan(0);
       expect(total(samples, 'svc_http_request_duration_seconds_count', { service: name, method: 'GET', route: '/health', status_class: '2xx' }), name).toBeGreaterThanOrEqual(1);
     }
+    // The same text for port 8002's HTTP/1.1 handler, which has no edge.
+    const direct = await metricsText();
+    expect(direct.contentType).toMatch(/^text\/plain; version=0\.0\.4/);
+    expect(total(parseExposition(direct.body), 'svc_http_request_duration_seconds_count', { service: 'api', route: '/health' })).toBeGreaterThanOrEqual(1);
   });
 
   it('labels requests by route template and counts context requests, audit commits and gRPC calls', async () => {
