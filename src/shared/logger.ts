@@ -5,7 +5,10 @@
  * Secrets never reach a line:
  * - by name: pino's own `redact` paths censor secret-named fields (passwords, tokens, API,
  *   admin and license keys, `authorization`, `cookie`, `x-admin-key`, `x-api-key`) at the
- *   top level, one and two levels down (`headers.authorization`, `*.*.api_key`);
+ *   top level and in `headers`, `req.headers`, `request.headers`, `details` and `body`.
+ *   Deeper or elsewhere, the same names are censored by the walk below (pino's wildcard
+ *   paths, `*.api_key`, cost about 0.3 µs each per line: 80 of them made a request line
+ *   cost 55 µs of CPU instead of 1.5);
  * - by shape: strings that look like an agent key (`sk_...`), an admin key (`admin_...`) or a
  *   JWT are masked wherever they appear in a line's message and fields (an error's message
  *   and stack included), so a key quoted in an error message is masked too.
@@ -32,7 +35,9 @@ const SECRET_NAMES = [
   'x-admin-key', 'x-api-key', 'jwtSecret', 'jwt_secret', 'hmacSecret', 'hmac_secret', 'dbPassword', 'db_password',
 ];
 const prop = (name: string) => (/^[A-Za-z_$][\w$]*$/.test(name) ? `.${name}` : `["${name}"]`);
-const REDACT_PATHS = SECRET_NAMES.flatMap((n) => [prop(n).replace(/^\./, ''), `*${prop(n)}`, `*.*${prop(n)}`]);
+const REDACT_PATHS = SECRET_NAMES.flatMap((n) => [prop(n).replace(/^\./, ''), ...['headers', 'req.headers', 'request.headers', 'details', 'body'].map((c) => `${c}${prop(n)}`)]);
+/** The same names, for fields below the top level (the walk in `mask`). */
+const SECRET_KEY = new RegExp(`^(${SECRET_NAMES.map((n) => n.replace(/[-_]/g, '[-_]?')).join('|')})$`, 'i');
 
 const SECRET_VALUE = /\b(sk_[A-Za-z0-9]{8,}|admin_[A-Za-z0-9_-]{8,}|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*)/g;
 /** The cheap pre-check: every shape above contains one of these. */
@@ -41,8 +46,9 @@ const MAYBE_SECRET = /sk_|admin_|eyJ/;
 const maskString = (s: string): string => (MAYBE_SECRET.test(s) ? s.replace(SECRET_VALUE, CENSOR) : s);
 
 /**
- * Masks key-shaped strings and turns errors into {type, message, stack} (masked), copying
- * only what changes: a line without such a value (the per-request line) is passed as it is.
+ * Masks key-shaped strings, censors secret-named fields below the top level (the top level
+ * is pino's redact), and turns errors into {type, message, stack} (masked), copying only
+ * what changes: a line without such a value (the per-request line) is passed as it is.
  */
 function mask(value: unknown, depth: number): unknown {
   if (typeof value === 'string') return maskString(value);
@@ -69,10 +75,25 @@ function mask(value: unknown, depth: number): unknown {
   let copy: Record<string, unknown> | null = null;
   for (const k in value) {
     const v = (value as Record<string, unknown>)[k];
-    const m = mask(v, depth + 1);
+    const m = depth > 0 && v != null && v !== '' && SECRET_KEY.test(k) ? CENSOR : mask(v, depth + 1);
     if (m !== v) (copy ??= { ...(value as Record<string, unknown>) })[k] = m;
   }
   return copy ?? value;
+}
+
+/**
+ * pino's ISO time, its text made once per millisecond: `toISOString` per line was a third of
+ * a request line's cost, and a busy process writes many lines in one millisecond.
+ */
+let lastMs = -1;
+let lastTime = '';
+function isoTime(): string {
+  const now = Date.now();
+  if (now !== lastMs) {
+    lastMs = now;
+    lastTime = `,"time":"${new Date(now).toISOString()}"`;
+  }
+  return lastTime;
 }
 
 export interface LoggerOptions {
@@ -98,7 +119,7 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
     {
       level: opts.level ?? 'info',
       base: null,
-      timestamp: pino.stdTimeFunctions.isoTime,
+      timestamp: isoTime,
       redact: { paths: REDACT_PATHS, censor: CENSOR },
       formatters: {
         level: (label) => ({ level: label }),
