@@ -12,7 +12,7 @@ import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_KEY, startTestStack, type TestStack } from '../harness.js';
 import { issueKey, makeAgent } from '../identity/fixtures.js';
-import { grpcClient } from '../context/fixtures.js';
+import { agentWithKey, grpcClient, Stream, taggedBundle } from '../context/fixtures.js';
 import type { ServiceName } from '../../src/shared/service.js';
 import { metricsText } from '../../src/shared/metrics.js';
 
@@ -169,6 +169,36 @@ describe('GET /metrics', () => {
     expect(values.filter((v) => v.includes('agent:'))).toEqual([]);
     const routes = new Set(after.filter((s) => s.name.startsWith('svc_http_request_duration_seconds')).map((s) => s.labels.route));
     for (const r of routes) expect(r === 'unmatched' || (r !== undefined && r.startsWith('/') && !/\/agent:|\/no\/such/.test(r)), String(r)).toBe(true);
+  });
+});
+
+describe('Subscribe streams', () => {
+  it('are counted open while they last, and measured by code when they end', async () => {
+    const { tag } = await taggedBundle(t);
+    const a = await agentWithKey(t);
+    const before = await scrape('api');
+    const client = grpcClient(t);
+    try {
+      const s = new Stream(client, { tag, agent_id: a.agentId, auth_token: a.token });
+      await s.contextCount(1);
+      const open = await scrape('api');
+      expect(total(open, 'svc_subscribe_streams_open') - total(before, 'svc_subscribe_streams_open')).toBe(1);
+      const values = open.flatMap((x) => Object.values(x.labels));
+      for (const secret of [tag, a.agentId, a.token, a.apiKey]) expect(values.filter((v) => v.includes(secret))).toEqual([]);
+      s.cancel();
+      await s.ended();
+      // The server sees the reset a moment after the client: wait for the stream's end to be measured.
+      const method = { method: '/svc.context.v1.ContextService/Subscribe' };
+      let after = await scrape('api');
+      for (let i = 0; i < 100 && total(after, 'svc_grpc_request_duration_seconds_count', method) === total(before, 'svc_grpc_request_duration_seconds_count', method); i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        after = await scrape('api');
+      }
+      expect(total(after, 'svc_grpc_request_duration_seconds_count', { ...method, code: 'CANCELLED' }) - total(before, 'svc_grpc_request_duration_seconds_count', { ...method, code: 'CANCELLED' })).toBe(1);
+      expect(total(after, 'svc_subscribe_streams_open')).toBe(total(before, 'svc_subscribe_streams_open'));
+    } finally {
+      client.close();
+    }
   });
 });
 
