@@ -114,7 +114,7 @@ function wrap(p: pino.Logger, flush: () => void): Logger {
 }
 
 export function createLogger(opts: LoggerOptions = {}): Logger {
-  const destination = opts.destination ?? pino.destination({ dest: 2, sync: false, minLength: 4096 });
+  const destination = opts.destination ?? pino.destination({ dest: 2, sync: false });
   const p = pino(
     {
       level: opts.level ?? 'info',
