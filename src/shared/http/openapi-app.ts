@@ -62,7 +62,6 @@ export interface OpenApiAppOptions<Ops extends OperationsShape<Ops>, C> {
   payloadTooLarge?: { [K in keyof Ops]?: (req: UncheckedRequest, ctx: C) => Promise<UncheckedResult> | UncheckedResult };
 }
 
-
 /** Hono's per-request variables set by the edge. */
 type EdgeEnv = { Variables: { requestId: string; route: { operationId?: string; path: string; method: string } | undefined } };
 
