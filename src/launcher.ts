@@ -7,7 +7,8 @@ import http2 from 'node:http2';
 import type net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
-import { ConnectError, type Interceptor } from '@connectrpc/connect';
+import { Code, ConnectError, createConnectRouter, type Interceptor } from '@connectrpc/connect';
+import type { DescMethod } from '@bufbuild/protobuf';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import { createH2cServer, MAX_MESSAGE_BYTES, type H2cServer } from './shared/h2c.js';
 import { applyCors } from './shared/http/cors.js';
@@ -15,6 +16,9 @@ import { rpcPortHandler } from './shared/http/rpc-port.js';
 import type { AppContext } from './shared/app-context.js';
 import type { ServiceName } from './shared/service.js';
 import { answerClientError } from './shared/http/wire-guards.js';
+import { grpcCallRecorder, requestIdOf, type GrpcCallRecorder } from './shared/grpc-observe.js';
+import { UNKNOWN_GRPC_METHOD } from './shared/metrics.js';
+import type { Logger } from './shared/logger.js';
 import { SERVICES } from './services.js';
 
 interface RunningService {
@@ -83,9 +87,11 @@ async function startOne(ctx: AppContext, name: ServiceName, portOverride?: numbe
     // gRPC client advertises gzip, and gzipping each context answer and each Subscribe
     // message (tens of KB, for every stream of a tag) costs far more CPU than loopback or
     // LAN bandwidth saves. A message is compressed only from compressMinBytes up.
+    const routes = def.routes(ctx);
+    const grpcLog = ctx.logger.child({ service: name });
     // The router's request paths, as it registers them (the port answers 404 for others).
     const rpcPaths = new Set<string>();
-    const routes = def.routes(ctx);
+    const unknownCalls = grpcCallRecorder(grpcLog, UNKNOWN_GRPC_METHOD);
     const connect = connectNodeAdapter({
       routes: (router) => {
         routes(router);
@@ -93,13 +99,14 @@ async function startOne(ctx: AppContext, name: ServiceName, portOverride?: numbe
       },
       compressMinBytes: Number.MAX_SAFE_INTEGER,
       readMaxBytes: MAX_MESSAGE_BYTES,
-      interceptors: [logFailures(ctx)],
+      interceptors: [observeCalls(grpcLog)],
     });
     // CORS, the plain routes (/health) and the router, on both protocols (http/rpc-port.ts).
+    const plainRoutes = def.plainRoutes?.(ctx) ?? {};
     const handle = rpcPortHandler({
       connect,
       rpcPaths,
-      plainRoutes: def.plainRoutes?.(ctx) ?? {},
+      plainRoutes,
       corsOrigins: new Set(ctx.config.corsOrigins),
       logger: ctx.logger.child({ service: name }),
     });
@@ -110,6 +117,16 @@ async function startOne(ctx: AppContext, name: ServiceName, portOverride?: numbe
     h2 = createH2cServer({
       onStream: (stream, headers, rawHeaders) => {
         if (pre?.(stream, headers)) return;
+        const path = headers[':path'];
+        const q = path ? path.indexOf('?') : -1;
+        const p = q < 0 ? (path ?? '') : path!.slice(0, q);
+        if (!rpcPaths.has(p) && !(p in plainRoutes)) {
+          // Answered 404 by the port (rpc-port.ts); measured and logged as one `unknown` call.
+          const startedAt = performance.now();
+          const id = headers['x-request-id'];
+          const requestId = requestIdOf(typeof id === 'string' ? id : undefined);
+          stream.once('close', () => unknownCalls.done(Code.Unimplemented, startedAt, requestId));
+        }
         handle(new http2.Http2ServerRequest(stream, headers, {}, rawHeaders), new http2.Http2ServerResponse(stream));
       },
       onStreamError: (e) => ctx.logger.debug('grpc stream error', { error: e.message }),
@@ -160,19 +177,56 @@ function h2IdleTimeoutMs(heartbeatSeconds: number): number {
 }
 
 /**
- * Logs what a Connect handler threw that is not a ConnectError (an unexpected failure; the
- * client gets INTERNAL or UNKNOWN). The handlers log their own expected failures. What the
- * adapter cannot hand us: a response whose writing fails other than by the client leaving
- * (which it ignores as ABORTED), which connectNodeAdapter prints with console.error.
+ * Measures and logs every call the Connect router serves (any protocol): one `grpc call`
+ * line and one duration observation per call, a stream's when it ends. Also logs what a
+ * handler threw that is not a ConnectError (an unexpected failure; the client gets INTERNAL
+ * or UNKNOWN); the handlers log their own expected failures. What the adapter cannot hand
+ * us: a response whose writing fails other than by the client leaving (which it ignores as
+ * ABORTED), which connectNodeAdapter prints with console.error.
  */
-function logFailures(ctx: AppContext): Interceptor {
+function observeCalls(logger: Logger): Interceptor {
+  const recorders = new Map<DescMethod, GrpcCallRecorder>();
+  const recorderOf = (m: DescMethod): GrpcCallRecorder => {
+    let r = recorders.get(m);
+    if (r === undefined) recorders.set(m, (r = grpcCallRecorder(logger, `/${m.parent.typeName}/${m.name}`)));
+    return r;
+  };
   return (next) => async (req) => {
-    try {
-      return await next(req);
-    } catch (e) {
-      if (!(e instanceof ConnectError)) ctx.logger.error('grpc handler failed', { method: `${req.service.typeName}/${req.method.name}`, error: e as Error });
+    const startedAt = performance.now();
+    const requestId = requestIdOf(req.header.get('x-request-id'));
+    const calls = recorderOf(req.method);
+    const failed = (e: unknown): never => {
+      if (!(e instanceof ConnectError)) logger.error('grpc handler failed', { method: `/${req.method.parent.typeName}/${req.method.name}`, request_id: requestId, error: e as Error });
+      calls.done(e instanceof ConnectError ? e.code : Code.Unknown, startedAt, requestId);
       throw e;
+    };
+    let res;
+    try {
+      res = await next(req);
+    } catch (e) {
+      return failed(e);
     }
+    if (!res.stream) {
+      calls.done(0, startedAt, requestId);
+      return res;
+    }
+    const messages = res.message;
+    return {
+      ...res,
+      message: (async function* () {
+        // A stream its consumer stopped reading (the client left) ends in `finally` only.
+        let code: number | null = Code.Canceled;
+        try {
+          yield* messages;
+          code = req.signal.aborted ? Code.Canceled : 0;
+        } catch (e) {
+          code = null;
+          failed(e);
+        } finally {
+          if (code !== null) calls.done(code, startedAt, requestId);
+        }
+      })(),
+    };
   };
 }
 

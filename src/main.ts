@@ -40,6 +40,7 @@ async function main(argv: string[]): Promise<void> {
   } catch (e) {
     if (e instanceof StartupError || e instanceof LicenseError || e instanceof MigrationError) {
       logger.error(`start-up refused: ${e.message}`);
+      logger.flush();
       process.exit(1);
     }
     throw e;
@@ -52,6 +53,9 @@ async function main(argv: string[]): Promise<void> {
     logger.info('stopping', { signal });
     await stack.close();
     await ctx.close();
+    logger.info('stopped', { signal });
+    // Lines are written to stderr asynchronously: what is buffered goes out before the exit.
+    logger.flush();
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));

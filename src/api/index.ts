@@ -5,6 +5,7 @@ import { REST_CORS } from '../shared/http/cors.js';
 import { docsRoutes } from '../shared/http/docs.js';
 import { healthHandler, httpService } from '../shared/http/service-app.js';
 import { readyHandler } from '../shared/readiness.js';
+import { metricsResponse } from '../shared/metrics.js';
 import { routes as agents } from './agents/routes.js';
 import { routes as keys } from './keys/routes.js';
 import { routes as mcpServers } from './mcp-servers/routes.js';
@@ -20,7 +21,7 @@ export const apiService: HttpServiceDef = {
     specFile: 'openapi-control-plane.yaml',
     port: (c) => c.ports.api,
     modules: [
-      { handlers: { getApiHealth: healthHandler('api'), getApiReady: readyHandler(), getContextApiHealth: healthHandler('context') } },
+      { handlers: { getApiHealth: healthHandler('api'), getApiReady: readyHandler(), getApiMetrics: metricsResponse, getContextApiHealth: healthHandler('context') } },
       agents,
       keys,
       mcpServers,

@@ -72,6 +72,7 @@ describe(`collector contract fuzz on a populated store (seed ${SEED})`, () => {
       'getCollectorDocs',
       'getCollectorDocsScript',
       'getCollectorHealth',
+      'getCollectorMetrics',
       'getCollectorOpenApiJson',
       'getCollectorOpenApiYaml',
       'listActivitySources',

@@ -90,10 +90,15 @@ describe('graceful stop', () => {
       const timer = setTimeout(() => reject(new Error(`no listening line: ${err}`)), 90_000);
       child.stderr.on('data', (d) => {
         err += d;
-        const m = /"listening","service":"api","url":"([^"]+)"/.exec(err);
-        if (m) {
+        const line = err
+          .split('\n')
+          .slice(0, -1) // complete lines only
+          .filter((l) => l.startsWith('{'))
+          .map((l) => JSON.parse(l) as { msg?: string; service?: string; url?: string })
+          .find((l) => l.msg === 'listening' && l.service === 'api');
+        if (line?.url) {
           clearTimeout(timer);
-          resolve(m[1]);
+          resolve(line.url);
         }
       });
     });
@@ -102,7 +107,8 @@ describe('graceful stop', () => {
     const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     child.kill('SIGTERM');
     expect(await exit).toBe(0);
-    expect(err).toMatch(/"stopping","signal":"SIGTERM"/);
+    const lines = err.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg?: string; signal?: string });
+    expect(lines.filter((l) => l.msg === 'stopping' || l.msg === 'stopped').map((l) => [l.msg, l.signal])).toEqual([['stopping', 'SIGTERM'], ['stopped', 'SIGTERM']]);
     await expect(fetch(`${url}/health`)).rejects.toThrow();
     // The embedded secrets were generated once, 0600, and the admin key was never logged.
     const secrets = JSON.parse(fs.readFileSync(path.join(dir, 'secrets.json'), 'utf8'));

@@ -2,6 +2,7 @@
  * Renders a context request's answer, transport-neutral (REST through the edge and the
  * node:http fast path share it): the JSON body as bytes, never throwing.
  */
+import { randomUUID } from 'node:crypto';
 import type { components } from '../../../gen/openapi/control-plane.js';
 import type { AppContext } from '../../shared/app-context.js';
 import type { ValidationIssue } from '../../shared/http/openapi-app.js';
@@ -78,3 +79,11 @@ export async function answerContext(
 
 export const CONTENT_TYPE = 'application/json; charset=utf-8';
 
+/**
+ * The audit record's id (the body's `request_id`): the edge's request id when the edge made
+ * it, a new UUID when it is the client's own X-Request-Id (a client's value is neither a
+ * UUID nor unique, and the record's id is its primary key).
+ */
+export function auditIdOf(requestId: string, given: string | undefined): string {
+  return given === requestId ? randomUUID() : requestId;
+}

@@ -10,8 +10,11 @@
  * is checked against the contract's own `ContextRequest` schema (compiled from
  * spec/openapi-control-plane.yaml), with issues formatted as the edge formats them, and the
  * answer comes from the same `answerContext` as the edge's handlers.
+ *
+ * Measured and logged as the edge does it (one `request` line, one histogram observation,
+ * X-Request-Id taken or made and echoed), with the route's label children and logger taken
+ * once, so that a request adds two additions and one log line.
  */
-import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -22,7 +25,9 @@ import type { ValidationIssue } from '../../shared/http/openapi-app.js';
 import type { HttpPreHandler } from '../../shared/service.js';
 import { SPEC_DIR } from '../../shared/http/service-app.js';
 import { jsonTooDeep, TOO_DEEP_ISSUE } from '../../shared/http/wire-guards.js';
-import { answerContext, CONTENT_TYPE } from './answer.js';
+import { requestIdOf } from '../../shared/request-id.js';
+import { httpRouteTimer } from '../../shared/metrics.js';
+import { answerContext, auditIdOf, CONTENT_TYPE } from './answer.js';
 
 const MAX_FAST_BODY = 64 * 1024;
 const JSON_TYPE = /^application\/json\s*(;|$)/i;
@@ -55,6 +60,9 @@ function header(v: string | string[] | undefined): string | undefined {
 /** The pre-handler for the API service: true when it took the request. */
 export function contextFastPath(ctx: AppContext): HttpPreHandler {
   const check = compileContextRequest();
+  const route = '/api/context';
+  const timer = httpRouteTimer('api', 'POST', route);
+  const log = ctx.logger.child({ service: 'api' });
   return (req: IncomingMessage, res: ServerResponse) => {
     if (req.method !== 'POST' || req.url !== '/api/context') return false;
     if (!JSON_TYPE.test(req.headers['content-type'] ?? '')) return false;
@@ -69,7 +77,8 @@ export function contextFastPath(ctx: AppContext): HttpPreHandler {
     });
     req.on('error', () => res.destroy());
     req.on('end', () => {
-      const requestId = randomUUID();
+      const given = header(req.headers['x-request-id']);
+      const requestId = requestIdOf(given);
       let body: unknown;
       let issues: ValidationIssue[] | null;
       try {
@@ -81,11 +90,14 @@ export function contextFastPath(ctx: AppContext): HttpPreHandler {
         body = undefined;
         issues = [{ path: '/body', rule: 'json', message: 'body is not valid JSON' }];
       }
-      void answerContext(ctx, { requestId, apiKey: header(req.headers['x-api-key']), body, issues, startedAt }).then((a) => {
+      void answerContext(ctx, { requestId: auditIdOf(requestId, given), apiKey: header(req.headers['x-api-key']), body, issues, startedAt }).then((a) => {
         if (res.destroyed) return;
         res.writeHead(a.status, { 'content-type': CONTENT_TYPE, 'content-length': a.head.length + a.tail.length, 'x-request-id': requestId });
         if (a.tail.length) res.write(a.head);
         res.end(a.tail.length ? a.tail : a.head);
+        const ms = performance.now() - startedAt;
+        timer.observe(a.status, ms);
+        log.info('request', { method: 'POST', route, status: a.status, duration_ms: Math.round(ms * 100) / 100, request_id: requestId });
       });
     });
     return true;

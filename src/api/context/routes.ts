@@ -11,20 +11,23 @@ import type { AppContext } from '../../shared/app-context.js';
 import { BODY_LIMIT_BYTES, type UncheckedRequest, type ValidationIssue } from '../../shared/http/openapi-app.js';
 import type { operations } from '../../../gen/openapi/control-plane.js';
 import type { RouteModule } from '../../shared/service.js';
-import { answerBytes, answerContext, CONTENT_TYPE, internalErrorAnswer, type ContextAnswer } from './answer.js';
+import { answerBytes, answerContext, auditIdOf, CONTENT_TYPE, internalErrorAnswer, type ContextAnswer } from './answer.js';
 import { mintSubscribeTokenHandler } from './token.js';
 import { contextFastPath } from './fast-path.js';
 
-function toResponse(a: ContextAnswer, requestId?: string): Response {
-  return new Response(answerBytes(a) as Uint8Array<ArrayBuffer>, { status: a.status, headers: { 'content-type': CONTENT_TYPE, ...(requestId ? { 'x-request-id': requestId } : {}) } });
+/** The answer's bytes (the edge adds X-Request-Id). */
+function toResponse(a: ContextAnswer): Response {
+  return new Response(answerBytes(a) as Uint8Array<ArrayBuffer>, { status: a.status, headers: { 'content-type': CONTENT_TYPE } });
 }
+
 
 /**
  * The context API's answer through the edge: its own bytes (a Response), so the JSON body is
  * not checked against `ContextResponse` here; answer.ts builds it (and the fast path shares it).
  */
 async function viaEdge(req: UncheckedRequest, ctx: AppContext, issues: ValidationIssue[] | null, refusedWith?: 413 | 415): Promise<Response> {
-  return toResponse(await answerContext(ctx, { requestId: req.requestId, apiKey: req.headers['x-api-key'], body: req.body, issues, refusedWith }), req.requestId);
+  const requestId = auditIdOf(req.requestId, req.headers['x-request-id']);
+  return toResponse(await answerContext(ctx, { requestId, apiKey: req.headers['x-api-key'], body: req.body, issues, refusedWith }));
 }
 
 export const routes = {

@@ -17,8 +17,12 @@ import { Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import type { components } from '../../../gen/openapi/collector.js';
 import { migrateEventTypes, SCHEMA_SQL, SCHEMA_VERSION, type EventType } from './schema.js';
+import { countCollectorCommit } from '../../shared/metrics.js';
 
 export type SourceId = components['schemas']['SourceId'];
+
+/** The source counters that count input not stored (the metrics' skip reasons). */
+const SKIP_COUNTER = /^(lines|records|activities)_(malformed|oversize|skipped_[a-z]+|not_allowlisted)$/;
 export type ObservedActivity = components['schemas']['ObservedActivity'];
 export type ActivitySource = components['schemas']['ActivitySource'];
 export type ActivityStats = components['schemas']['ActivityStats'];
@@ -229,6 +233,12 @@ export class CollectorStore {
   commit(sourceId: SourceId, input: CommitInput, now: Date = new Date()): number {
     const inserted = this.commitTx(sourceId, input, now.toISOString());
     if (inserted && !this.checkpointerTried) this.startCheckpointer();
+    // Metrics once committed: duplicates and what the source counted as skipped (bounded names).
+    const skipped: Record<string, number> = {};
+    const duplicates = input.rows.length - inserted;
+    if (duplicates) skipped.duplicate = duplicates;
+    for (const [name, n] of Object.entries(input.counters ?? {})) if (n && SKIP_COUNTER.test(name)) skipped[name] = n;
+    countCollectorCommit(sourceId, inserted, skipped);
     return inserted;
   }
 

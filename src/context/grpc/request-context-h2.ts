@@ -16,30 +16,44 @@
  * Everything else (gRPC-Web, Connect, JSON codecs, compressed requests, other methods) is
  * left to the Connect router.
  */
-import { ConnectError } from '@connectrpc/connect';
+import { Code, ConnectError } from '@connectrpc/connect';
 import type { AppContext } from '../../shared/app-context.js';
 import type http2 from 'node:http2';
 import { RequestContextRequestSchema } from '../../../gen/proto/context_pb.js';
 import { callRequestContext, responseParts } from './request-context.js';
 import { finish, isPlainGrpc, readMessage, writeMessage } from './h2.js';
 import { MAX_MESSAGE_BYTES } from '../../shared/h2c.js';
+import { grpcCallRecorder, requestIdOf } from '../../shared/grpc-observe.js';
 
 const REQUEST_CONTEXT_PATH = '/svc.context.v1.ContextService/RequestContext';
 
 /** The pre-handler: true when it took the request. */
 export function requestContextH2(ctx: AppContext): (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => boolean {
+  const calls = grpcCallRecorder(ctx.logger.child({ service: 'context-grpc' }), REQUEST_CONTEXT_PATH);
   return (stream, headers) => {
     if (!isPlainGrpc(headers, REQUEST_CONTEXT_PATH)) return false;
-    answer(ctx, stream).catch((e: unknown) => finish(stream, ConnectError.from(e)));
+    const startedAt = performance.now();
+    const id = headers['x-request-id'];
+    const requestId = requestIdOf(typeof id === 'string' ? id : undefined);
+    answer(ctx, stream).then(
+      (code) => calls.done(code, startedAt, requestId),
+      (e: unknown) => {
+        const err = ConnectError.from(e);
+        finish(stream, err);
+        calls.done(err.code, startedAt, requestId);
+      },
+    );
     return true;
   };
 }
 
-async function answer(ctx: AppContext, stream: http2.ServerHttp2Stream): Promise<void> {
+/** Answers the call; its status code (CANCELLED when the client left before the answer). */
+async function answer(ctx: AppContext, stream: http2.ServerHttp2Stream): Promise<number> {
   // The same limit as the Connect router's (its other protocols and compressed calls).
   const request = await readMessage(stream, RequestContextRequestSchema, MAX_MESSAGE_BYTES);
   const { head, tail } = responseParts(await callRequestContext(ctx, request));
-  if (stream.closed) return;
+  if (stream.closed) return Code.Canceled;
   writeMessage(stream, head, tail);
   finish(stream, null);
+  return 0;
 }

@@ -20,6 +20,7 @@ import type http2 from 'node:http2';
 import { ContextMessageSchema, SubscribeRequestSchema } from '../../../gen/proto/context_pb.js';
 import { subscriptionFrames } from './subscribe.js';
 import { closedSignal, finish, isPlainGrpc, readMessage, writeMessage } from './h2.js';
+import { grpcCallRecorder, requestIdOf } from '../../shared/grpc-observe.js';
 
 const SUBSCRIBE_PATH = '/svc.context.v1.ContextService/Subscribe';
 const MAX_REQUEST_BYTES = 64 * 1024;
@@ -30,17 +31,26 @@ const TIMEOUT_UNITS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000
  * request (a plain binary gRPC Subscribe), false to leave it to Connect.
  */
 export function subscribeH2(ctx: AppContext): (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => boolean {
+  const calls = grpcCallRecorder(ctx.logger.child({ service: 'context-grpc' }), SUBSCRIBE_PATH);
   return (stream, headers) => {
     if (!isPlainGrpc(headers, SUBSCRIBE_PATH)) return false;
-    serve(ctx, stream, headers['grpc-timeout']).catch((e: unknown) => {
-      ctx.logger.error('subscribe stream failed', { error: e as Error });
-      finish(stream, new ConnectError('internal error', Code.Internal));
-    });
+    const startedAt = performance.now();
+    const id = headers['x-request-id'];
+    const requestId = requestIdOf(typeof id === 'string' ? id : undefined);
+    serve(ctx, stream, headers['grpc-timeout']).then(
+      (code) => calls.done(code, startedAt, requestId),
+      (e: unknown) => {
+        ctx.logger.error('subscribe stream failed', { error: e as Error, request_id: requestId });
+        finish(stream, new ConnectError('internal error', Code.Internal));
+        calls.done(Code.Internal, startedAt, requestId);
+      },
+    );
     return true;
   };
 }
 
-async function serve(ctx: AppContext, stream: http2.ServerHttp2Stream, timeout: string | string[] | undefined): Promise<void> {
+/** Serves the stream to its end; its status code. */
+async function serve(ctx: AppContext, stream: http2.ServerHttp2Stream, timeout: string | string[] | undefined): Promise<number> {
   const gone = closedSignal(stream);
   const deadline = deadlineSignal(timeout);
   const signal = deadline ? AbortSignal.any([gone, deadline.signal]) : gone;
@@ -53,8 +63,11 @@ async function serve(ctx: AppContext, stream: http2.ServerHttp2Stream, timeout: 
     }
     if (deadline?.signal.aborted && !gone.aborted) throw new ConnectError('deadline exceeded', Code.DeadlineExceeded);
     finish(stream, null);
+    return gone.aborted ? Code.Canceled : 0;
   } catch (e) {
-    finish(stream, ConnectError.from(e));
+    const err = ConnectError.from(e);
+    finish(stream, err);
+    return err.code;
   } finally {
     deadline?.clear();
   }

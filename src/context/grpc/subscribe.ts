@@ -20,6 +20,7 @@ import { fanout } from '../fanout/index.js';
 import { authenticateSubscriber, type SubscribeAuth } from '../fanout/auth.js';
 import { Subscriber, type EndReason } from '../fanout/subscriber.js';
 import type { TagState } from '../fanout/tag-state.js';
+import { subscribeStreamClosed, subscribeStreamOpened } from '../../shared/metrics.js';
 
 const TAG_RE = /^[A-Za-z0-9._-]+:[A-Za-z0-9._-]+$/;
 const AGENT_RE = /^agent:[A-Za-z0-9._-]+$/;
@@ -70,6 +71,7 @@ export async function* subscriptionFrames(ctx: AppContext, req: Pick<SubscribeRe
   const heartbeatMs = ctx.config.contextStream.heartbeatSeconds * 1000;
   const sub = new Subscriber({ subscriptionId: randomUUID(), tag: req.tag, agentId: auth.agentId, authMethod: auth.authMethod, keyId: auth.keyId });
   fan.add(sub);
+  subscribeStreamOpened();
   let recorded = false;
   let sent = 0;
   let reason: EndReason = 'client_closed';
@@ -103,6 +105,7 @@ export async function* subscriptionFrames(ctx: AppContext, req: Pick<SubscribeRe
     ctx.logger.error('subscribe stream failed', { subscriptionId: sub.info.subscriptionId, error: e as Error });
     throw new ConnectError('internal error', Code.Internal);
   } finally {
+    subscribeStreamClosed();
     fan.remove(sub);
     if (recorded) fan.records.close(sub.info, reason, sent);
   }

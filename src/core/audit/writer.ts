@@ -14,6 +14,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { AppContext } from '../../shared/app-context.js';
+import { observeAuditAppend, observeAuditCommit } from '../../shared/metrics.js';
 import { canonicalJson, contentTailOf, recordContentTail, storableJson, storableText } from './hash.js';
 
 /** What the context API hands to the writer: every stored field except the chain's own. */
@@ -39,6 +40,8 @@ export interface CommittedAudit {
 
 interface Pending {
   entry: AuditEntry;
+  /** performance.now() at append (the append latency metric). */
+  at: number;
   resolve(c: CommittedAudit): void;
   reject(e: unknown): void;
 }
@@ -114,7 +117,7 @@ export class AuditWriter {
   /** Appends one record (normalized first, see normalizeEntry); resolves once it is committed. */
   append(entry: AuditEntry): Promise<CommittedAudit> {
     return new Promise((resolve, reject) => {
-      this.pending.push({ entry: normalizeEntry(entry), resolve, reject });
+      this.pending.push({ entry: normalizeEntry(entry), at: performance.now(), resolve, reject });
       this.schedule();
     });
   }
@@ -169,7 +172,12 @@ export class AuditWriter {
   }
 
   private settle(batch: Pending[], committed: CommittedAudit[]): void {
-    for (let i = 0; i < batch.length; i++) batch[i]!.resolve(committed[i]!);
+    const now = performance.now();
+    observeAuditCommit(batch.length);
+    for (let i = 0; i < batch.length; i++) {
+      observeAuditAppend(now - batch[i]!.at);
+      batch[i]!.resolve(committed[i]!);
+    }
     if (this.events.listenerCount('committed')) this.events.emit('committed', committed);
   }
 

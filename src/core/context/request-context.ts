@@ -20,6 +20,14 @@ import type { ValidationIssue } from '../../shared/errors.js';
 import { verifyAgentKey } from '../keys/verify-key.js';
 import { selectContext, type SelectedContext } from '../graph/select.js';
 import { appendAudit, type AuditEntry } from '../audit/writer.js';
+import { countContextRequest, type ContextOutcomeLabel } from '../../shared/metrics.js';
+
+const OUTCOME: Record<ContextErrorCode, ContextOutcomeLabel> = {
+  AUTH_FAILED: 'refused_auth',
+  INTENT_NOT_ALLOWED: 'refused_intent',
+  VALIDATION_ERROR: 'refused_validation',
+  INTERNAL_ERROR: 'refused_internal',
+};
 
 /** The context API's refusal codes: the contract's `ContextError.error_code` (REST) and gRPC `error_code`. */
 export type ContextErrorCode = components['schemas']['ContextError']['error_code'];
@@ -76,6 +84,17 @@ function recordable(body: unknown): { taskType: string; params: Record<string, s
 
 /** Runs the context request flow and writes its audit record. Throws only when the record cannot be committed. */
 export async function requestContext(ctx: AppContext, input: ContextRequestInput): Promise<ContextOutcome> {
+  try {
+    const out = await run(ctx, input);
+    countContextRequest(out.ok ? 'served' : OUTCOME[out.code]);
+    return out;
+  } catch (e) {
+    countContextRequest('error');
+    throw e;
+  }
+}
+
+async function run(ctx: AppContext, input: ContextRequestInput): Promise<ContextOutcome> {
   const { requestId, startedAt } = input;
   const given = recordable(input.body);
   const elapsed = () => Math.max(0, Math.round(performance.now() - startedAt));

@@ -13,8 +13,14 @@
  *   its pattern), never the list that URL normalization would make of it
  * - an operation with no handler yet: 501 `not_implemented`
  * - an unexpected error: opaque 500 `internal_error` with a request id; the cause is logged
+ *
+ * Every request is measured and logged here, whoever answers it: one `request` line at info
+ * (method, OpenAPI route template, status, duration_ms, request_id) and one observation of
+ * `svc_http_request_duration_seconds`. The request id is the client's `X-Request-Id` when it
+ * is sane (requestIdOf), else a new UUID; it is echoed in `X-Request-Id` and carried by every
+ * line the edge writes for the request.
  */
-import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
@@ -23,6 +29,8 @@ import addFormats from 'ajv-formats';
 import { AppError, type ValidationIssue } from '../errors.js';
 export type { ValidationIssue } from '../errors.js';
 import type { Logger } from '../logger.js';
+import { requestIdOf } from '../request-id.js';
+import { httpRouteTimer, methodLabel, UNMATCHED_ROUTE, type HttpRouteTimer } from '../metrics.js';
 import { jsonTooDeep, mediaTypeDeclared, TOO_DEEP_ISSUE } from './wire-guards.js';
 import type { ErrorReply, Handlers, OperationsShape, UncheckedRequest, UncheckedResult, ValidationFailHandler } from './contract-types.js';
 
@@ -43,6 +51,8 @@ export interface OpenApiAppOptions<Ops extends OperationsShape<Ops>, C> {
   handlers: Handlers<Ops, C, OaContext>;
   ctx: C;
   logger: Logger;
+  /** The service's name (the metrics' `service` label). */
+  service: string;
   /** The configured admin key; the empty string means not configured (503). */
   adminKey: string;
   validationFail?: { [K in keyof Ops]?: ValidationFailHandler<Ops[K], C> };
@@ -51,6 +61,9 @@ export interface OpenApiAppOptions<Ops extends OperationsShape<Ops>, C> {
   /** Called instead of the generic 413 for one operation (the context API answers and audits its own). */
   payloadTooLarge?: { [K in keyof Ops]?: (req: UncheckedRequest, ctx: C) => Promise<UncheckedResult> | UncheckedResult };
 }
+
+/** Hono's per-request variables set by the edge. */
+type EdgeEnv = { Variables: { requestId: string; route: { operationId?: string; path: string; method: string } | undefined } };
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest();
 
@@ -85,7 +98,7 @@ function formatValidationErrors(errors: NonNullable<OaContext['validation']>['er
  * handler name is checked against its operationIds (a misspelt handler fails start-up).
  */
 export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts: OpenApiAppOptions<Ops, C>): Promise<Hono> {
-  const { logger, ctx } = opts;
+  const { logger, ctx, service } = opts;
   const api = new OpenAPIBackend({ definition: opts.definition as string | OaDocument, strict: true, validate: true, coerceTypes: true, quick: false, ajvOpts: { allErrors: true, strict: false },
     // Formats (date-time, uuid, uri) are checked, not ignored.
     customizeAjv: (ajv) => {
@@ -127,25 +140,69 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
     api.registerSecurityHandler(name, name === 'AdminKey' ? (c) => adminConfigured && secretEquals(c.request.headers['x-admin-key'] as string, opts.adminKey) : () => true);
   }
 
-  type Args = [Request, string, unknown];
+  // The handlers' arguments after openapi-backend's context: the request, its id, its body,
+  // and Hono's context (where the matched operation is noted for the request line).
+  type HonoCtx = { set(key: 'route', value: EdgeEnv['Variables']['route']): void };
+  type Args = [Request, string, unknown, HonoCtx];
+  const mark = (c: OaContext, hc: HonoCtx) => {
+    if (c.operation) hc.set('route', c.operation);
+  };
   api.register({
     notFound: () => errorResult(new AppError('not_found', 'No such route')),
     methodNotAllowed: () => errorResult(new AppError('method_not_allowed', 'Method not allowed on this route')),
-    unauthorizedHandler: () =>
-      adminConfigured ? errorResult(new AppError('auth_failed', 'Invalid admin API key')) : errorResult(new AppError('unavailable', 'Admin API not configured')),
-    validationFail: (c: OaContext, raw: Request, requestId: string, body: unknown) => {
+    unauthorizedHandler: (c: OaContext, ...[, , , hc]: Args) => {
+      mark(c, hc);
+      return adminConfigured ? errorResult(new AppError('auth_failed', 'Invalid admin API key')) : errorResult(new AppError('unavailable', 'Admin API not configured'));
+    },
+    validationFail: (c: OaContext, raw: Request, requestId: string, body: unknown, hc: HonoCtx) => {
+      mark(c, hc);
       const errors = formatValidationErrors(c.validation?.errors);
       const special = validationFail[c.operation.operationId!];
       if (special) return special(toReq(c, raw, requestId, body), ctx, errors);
       return errorResult(new AppError('validation_error', 'The request does not match the contract', { details: { errors } }));
     },
-    notImplemented: (c: OaContext) => errorResult(new AppError('not_implemented', `${c.operation.operationId} is not implemented yet`)),
+    notImplemented: (c: OaContext, ...[, , , hc]: Args) => {
+      mark(c, hc);
+      return errorResult(new AppError('not_implemented', `${c.operation.operationId} is not implemented yet`));
+    },
   });
   for (const [opId, handler] of Object.entries(handlers)) {
-    if (handler) api.register(opId, (c: OaContext, ...[raw, requestId, body]: Args) => handler(toReq(c, raw, requestId, body), ctx, c));
+    if (handler)
+      api.register(opId, (c: OaContext, ...[raw, requestId, body, hc]: Args) => {
+        mark(c, hc);
+        return handler(toReq(c, raw, requestId, body), ctx, c);
+      });
   }
 
-  const app = new Hono();
+  const app = new Hono<EdgeEnv>();
+  // Timers per operation and, for unmatched requests, per method (label children taken once).
+  const opTimers = new Map<string, HttpRouteTimer>();
+  const unmatchedTimers = new Map<string, HttpRouteTimer>();
+  const timerOf = (method: string, route: EdgeEnv['Variables']['route']): HttpRouteTimer => {
+    const key = route ? (route.operationId ?? `${route.method} ${route.path}`) : methodLabel(method);
+    const table = route ? opTimers : unmatchedTimers;
+    let t = table.get(key);
+    if (t === undefined) table.set(key, (t = httpRouteTimer(service, route ? route.method.toUpperCase() : method, route ? route.path : UNMATCHED_ROUTE)));
+    return t;
+  };
+  // First: the request id, and the measurement and request line of whatever answers.
+  app.use('*', async (c, next) => {
+    const startedAt = performance.now();
+    const raw = c.req.raw;
+    const requestId = requestIdOf(raw.headers.get('x-request-id'));
+    c.set('requestId', requestId);
+    await next();
+    const res = c.res;
+    try {
+      res.headers.set('x-request-id', requestId);
+    } catch {
+      // A Response with immutable headers (none of ours): it keeps its own.
+    }
+    const ms = performance.now() - startedAt;
+    const t = timerOf(raw.method, c.get('route'));
+    t.observe(res.status, ms);
+    logger.info('request', { method: t.method, route: t.route, status: res.status, duration_ms: Math.round(ms * 100) / 100, request_id: requestId });
+  });
   app.use(
     '*',
     bodyLimit({
@@ -153,20 +210,21 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
       onError: async (c) => {
         const raw = c.req.raw;
         const path = rawPath(c.env as { incoming?: IncomingMessage } | undefined) ?? new URL(raw.url).pathname;
-        const op = opts.payloadTooLarge ? safeMatch(api, raw.method, path) : undefined;
+        const op = safeMatch(api, raw.method, path);
+        c.set('route', op);
         const special = op ? payloadTooLarge[op.operationId!] : undefined;
         if (!special) return c.json(new AppError('payload_too_large', `Request body exceeds ${BODY_LIMIT_BYTES} bytes`).toBody(), 413);
         const headers: Record<string, string> = {};
         raw.headers.forEach((v, k) => (headers[k] = v));
-        const requestId = randomUUID();
+        const requestId = c.get('requestId');
         const r = await special({ requestId, method: raw.method, path, params: {}, query: {}, headers, body: undefined, raw }, ctx);
         if (r instanceof Response) return r;
-        return new Response(JSON.stringify(r.body), { status: r.status, headers: { 'content-type': 'application/json; charset=utf-8', 'x-request-id': requestId, ...(r.headers ?? {}) } });
+        return new Response(JSON.stringify(r.body), { status: r.status, headers: { 'content-type': 'application/json; charset=utf-8', ...(r.headers ?? {}) } });
       },
     }),
   );
   app.all('*', async (c) => {
-    const requestId = randomUUID();
+    const requestId = c.get('requestId');
     const raw = c.req.raw;
     const url = new URL(raw.url);
     const path = rawPath(c.env as { incoming?: IncomingMessage } | undefined) ?? url.pathname;
@@ -184,8 +242,8 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
           // The client left before its body was read (node's `aborted`): nobody is there to
           // answer, and nothing failed here. One warn line, no stack: a slow-body client that
           // hangs up must not flood the log with 500 errors.
-          logger.warn('client left before its request body was read', { requestId, method: raw.method, path, reason: (e as Error)?.message });
-          return new Response(null, { status: 400, headers: { 'x-request-id': requestId } });
+          logger.warn('client left before its request body was read', { request_id: requestId, method: raw.method, path, reason: (e as Error)?.message });
+          return new Response(null, { status: 400 });
         }
       }
       const headers: Record<string, string> = {};
@@ -211,6 +269,7 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
       if (refusal) {
         // Routed first, so that the admin check still comes before anything about the body.
         opId = op?.operationId;
+        c.set('route', op);
         if (op && op.security?.some((s: Record<string, unknown>) => 'AdminKey' in s) && !(adminConfigured && secretEquals(headers['x-admin-key'], opts.adminKey))) {
           result = adminConfigured ? errorResult(new AppError('auth_failed', 'Invalid admin API key')) : errorResult(new AppError('unavailable', 'Admin API not configured'));
         } else if (!op) {
@@ -228,14 +287,16 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
           result = errorResult(new AppError('validation_error', refusal.issue.rule === 'json' ? 'Request body is not valid JSON' : 'Request body is nested too deeply', { details: { errors: [refusal.issue] } }));
         }
       } else {
-        result = await api.handleRequest({ method: raw.method, path, query: url.search.slice(1), headers, body }, raw, requestId, body);
+        result = await api.handleRequest({ method: raw.method, path, query: url.search.slice(1), headers, body }, raw, requestId, body, c);
       }
     } catch (e) {
-      opId ??= safeMatch(api, raw.method, path)?.operationId;
+      const op = c.get('route') ?? safeMatch(api, raw.method, path);
+      c.set('route', op);
+      opId ??= op?.operationId;
       if (e instanceof AppError && e.code !== 'internal_error') {
         result = errorResult(e);
       } else {
-        logger.error('unhandled error', { requestId, method: raw.method, path, error: e as Error });
+        logger.child({ request_id: requestId }).error('unhandled error', { method: raw.method, path, error: e as Error });
         const special = opId ? internalError[opId] : undefined;
         result = special
           ? special({ requestId, method: raw.method, path, params: {}, query: {}, headers: {}, body: undefined, raw }, ctx, requestId)
@@ -247,7 +308,7 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
     if (result.body === undefined || result.status === 204) return new Response(null, { status: result.status, headers });
     return new Response(JSON.stringify(result.body), { status: result.status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } });
   });
-  return app;
+  return app as unknown as Hono;
 }
 
 function unsupportedMediaType(issue: ValidationIssue): ErrorReply {

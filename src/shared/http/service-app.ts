@@ -72,6 +72,7 @@ function serviceDef<Ops extends OperationsShape<Ops>>(opts: {
         payloadTooLarge: merged('payloadTooLarge'),
         ctx,
         logger: ctx.logger.child({ service: opts.name }),
+        service: opts.name,
         adminKey: ctx.config.adminApiKey,
       }),
     preHandle: pres.length

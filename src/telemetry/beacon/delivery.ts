@@ -8,6 +8,7 @@ import type { AppContext } from '../../shared/app-context.js';
 import { canonicalJson, signatureHeaderValue } from './payload.js';
 import { AbortedError, backoffMs, displayEndpoint, postBeacon } from './sender.js';
 import * as store from './store.js';
+import { countTelemetrySend } from '../../shared/metrics.js';
 
 export const NO_ENDPOINT_MESSAGE = 'No telemetry endpoint configured';
 /** Slack added to every lease beyond the send timeout and the backoff wait. */
@@ -55,6 +56,7 @@ export async function deliver(d: DeliveryDeps, entry: store.QueuedEntry): Promis
       }
       const res = await postBeacon({ endpoint, body, signature, timeoutMs: d.timeoutMs, signal, fetchImpl: d.fetchImpl });
       attempts += 1;
+      countTelemetrySend(res.ok);
       now = d.ctx.clock.now();
       if (res.ok) {
         await store.recordOutcome(db, id, d.owner, { status: 'sent', attempts, errorMessage: null, nextAttemptAt: null, leaseUntil: null, now });

@@ -47,6 +47,39 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Prometheus metrics
+         * @description The process's metrics in the Prometheus text exposition format (version 0.0.4), from
+         *     `prom-client`: the default process metrics (CPU, memory, event loop lag, GC),
+         *     `svc_http_request_duration_seconds` by service, method, OpenAPI route template and
+         *     status class, `svc_grpc_request_duration_seconds` by method and code, and the domain
+         *     figures (`svc_context_requests_total`, `svc_audit_records_appended_total`,
+         *     `svc_audit_group_commit_batch_size`, `svc_audit_append_duration_seconds`,
+         *     `svc_subscribe_streams_open`, `svc_collector_events_stored_total`,
+         *     `svc_collector_events_skipped_total`, `svc_telemetry_sends_total`). Every service of
+         *     one process answers the same figures. No label carries an agent id, a key or another
+         *     unbounded value.
+         *
+         *     No authentication: this operation is for the operator's Prometheus on the internal
+         *     network and should not be exposed publicly; the TLS front (deploy/Caddyfile) does not
+         *     route it.
+         */
+        get: operations["getWebhookMetrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/docs": {
         parameters: {
             query?: never;
@@ -361,6 +394,28 @@ export interface operations {
                     "application/json": components["schemas"]["Readiness"];
                 };
             };
+        };
+    };
+    getWebhookMetrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The metrics, as Prometheus text. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain; version=0.0.4": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            500: components["responses"]["InternalError"];
         };
     };
     getWebhookDocs: {

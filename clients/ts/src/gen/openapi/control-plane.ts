@@ -47,6 +47,39 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Prometheus metrics
+         * @description The process's metrics in the Prometheus text exposition format (version 0.0.4), from
+         *     `prom-client`: the default process metrics (CPU, memory, event loop lag, GC),
+         *     `svc_http_request_duration_seconds` by service, method, OpenAPI route template and
+         *     status class, `svc_grpc_request_duration_seconds` by method and code, and the domain
+         *     figures (`svc_context_requests_total`, `svc_audit_records_appended_total`,
+         *     `svc_audit_group_commit_batch_size`, `svc_audit_append_duration_seconds`,
+         *     `svc_subscribe_streams_open`, `svc_collector_events_stored_total`,
+         *     `svc_collector_events_skipped_total`, `svc_telemetry_sends_total`). Every service of
+         *     one process answers the same figures. No label carries an agent id, a key or another
+         *     unbounded value.
+         *
+         *     No authentication: this operation is for the operator's Prometheus on the internal
+         *     network and should not be exposed publicly; the TLS front (deploy/Caddyfile) does not
+         *     route it.
+         */
+        get: operations["getApiMetrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/docs": {
         parameters: {
             query?: never;
@@ -180,8 +213,9 @@ export interface paths {
          *     failure after the intent check (context selection) is also recorded
          *     (`intent_valid` true, `validation_errors.error_code` `INTERNAL_ERROR`) and answered
          *     500 with its `request_id`. `request_id` (UUID v4) is the audit record's primary key,
-         *     equals the response's `X-Request-Id` header, and is returned in error bodies
-         *     whenever a record was written.
+         *     equals the response's `X-Request-Id` header (unless the request carried its own
+         *     `X-Request-Id`, which is echoed instead: a client's id is never the record's), and
+         *     is returned in error bodies whenever a record was written.
          *
          *     `chain_id` and `parent_request_id` are stored as given for multi-agent chain
          *     tracing (`GET /api/audit/chain/{chain_id}`); `parent_request_id` is not required to
@@ -1821,6 +1855,28 @@ export interface operations {
                     "application/json": components["schemas"]["Readiness"];
                 };
             };
+        };
+    };
+    getApiMetrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The metrics, as Prometheus text. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain; version=0.0.4": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            500: components["responses"]["InternalError"];
         };
     };
     getApiDocs: {
