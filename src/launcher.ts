@@ -7,7 +7,7 @@ import http2 from 'node:http2';
 import type net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
-import { Code, ConnectError, createConnectRouter, type Interceptor } from '@connectrpc/connect';
+import { Code, ConnectError, type Interceptor } from '@connectrpc/connect';
 import type { DescMethod } from '@bufbuild/protobuf';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import { createH2cServer, MAX_MESSAGE_BYTES, type H2cServer } from './shared/h2c.js';
