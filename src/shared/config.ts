@@ -26,8 +26,10 @@ export interface Config {
   dbPassword: string | null;
   dbSslMode: 'disable' | 'require';
   redisUrl: string | null;
-  /** Empty string means "not configured": admin routes answer 503. */
+  /** Empty string means "not configured": admin routes answer 503 (unless adminApiKeys has one). */
   adminApiKey: string;
+  /** ADMIN_API_KEYS: further admin keys accepted beside ADMIN_API_KEY (for rotation). */
+  adminApiKeys: string[];
   jwtSecret: string;
   deploymentId: string;
   licenseKey: string | null;
@@ -273,6 +275,10 @@ export function configWarnings(cfg: Config): string[] {
   if (cfg.mode !== 'embedded') return out;
   const admin = cfg.adminApiKey && !cfg.generated.includes('ADMIN_API_KEY') ? adminKeyProblem(cfg.adminApiKey) : null;
   if (admin) out.push(`ADMIN_API_KEY ${admin}: accepted in embedded mode, refused in production`);
+  cfg.adminApiKeys.forEach((k, i) => {
+    const problem = adminKeyProblem(k);
+    if (problem) out.push(`ADMIN_API_KEYS entry ${i + 1} ${problem}: accepted in embedded mode, refused in production`);
+  });
   if (!cfg.generated.includes('JWT_SECRET') && isPatterned(cfg.jwtSecret)) out.push('JWT_SECRET is patterned: accepted in embedded mode, refused in production');
   return out;
 }
@@ -309,6 +315,13 @@ export function loadConfig(env: Env = process.env): Config {
   if (mode === 'production' && adminProblem) {
     r.problems.push(`ADMIN_API_KEY ${adminProblem}: use at least 32 random characters (for example admin_ followed by 24 random bytes in base64url), or leave it empty to turn the admin API off`);
   }
+  // ADMIN_API_KEYS: comma-separated further admin keys (a rotation: the new key is added here,
+  // clients move, the old one is removed). Each entry is held to ADMIN_API_KEY's rules.
+  const adminApiKeys = (r.str('ADMIN_API_KEYS') ?? '').split(',').map((k) => k.trim()).filter(Boolean);
+  adminApiKeys.forEach((k, i) => {
+    const problem = adminKeyProblem(k);
+    if (mode === 'production' && problem) r.problems.push(`ADMIN_API_KEYS entry ${i + 1} ${problem}: use at least 32 random characters per key`);
+  });
 
   // DB_PASSWORD is required in production whatever DATABASE_URL carries (decisions.md); it is
   // a connection's password only when that connection's URL carries none (app-context.ts).
@@ -356,6 +369,7 @@ export function loadConfig(env: Env = process.env): Config {
     dbSslMode: dbSslMode as Config['dbSslMode'],
     redisUrl: r.str('REDIS_URL') || null,
     adminApiKey,
+    adminApiKeys,
     jwtSecret,
     deploymentId,
     licenseKey: r.str('LICENSE_KEY') || null,

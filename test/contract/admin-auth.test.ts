@@ -61,3 +61,28 @@ describe('admin-gated operations', () => {
     }
   });
 });
+
+describe('ADMIN_API_KEYS: further admin keys, for rotation', () => {
+  it('accepts ADMIN_API_KEY and every ADMIN_API_KEYS entry, on every service; any other key is 401; the keys alone (no ADMIN_API_KEY) configure the admin API', async () => {
+    const { ADMIN_KEY } = await import('../harness.js');
+    const { randomBytes } = await import('node:crypto');
+    const next = `admin_${randomBytes(24).toString('base64url')}`;
+    const third = `admin_${randomBytes(24).toString('base64url')}`;
+    const rotating = await startTestStack({ env: { ADMIN_API_KEYS: `${next},${third}` }, testDb: configured.testDb, services: ['api', 'rules', 'telemetry'] });
+    const onlyList = await startTestStack({ env: { ADMIN_API_KEY: '', ADMIN_API_KEYS: next }, testDb: configured.testDb, services: ['api'] });
+    try {
+      const get = (s: TestStack, svc: 'api' | 'rules' | 'telemetry', p: string, key: string) =>
+        fetch(s.url(svc) + p, { headers: { 'x-admin-key': key, connection: 'close' } }).then((r) => r.status);
+      for (const [svc, p] of [['api', '/api/agents'], ['rules', '/api/rules/rule-sets'], ['telemetry', '/stats']] as const) {
+        for (const key of [ADMIN_KEY, next, third]) expect({ svc, status: await get(rotating, svc, p, key) }).toEqual({ svc, status: 200 });
+        expect(await get(rotating, svc, p, `admin_${randomBytes(24).toString('base64url')}`)).toBe(401);
+        expect(await get(rotating, svc, p, `${next},${third}`)).toBe(401);
+      }
+      expect(await get(onlyList, 'api', '/api/agents', next)).toBe(200);
+      expect(await get(onlyList, 'api', '/api/agents', ADMIN_KEY)).toBe(401);
+    } finally {
+      await onlyList.close();
+      await rotating.close();
+    }
+  });
+});

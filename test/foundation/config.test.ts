@@ -145,6 +145,26 @@ describe('production: patterned JWT_SECRET', () => {
   });
 });
 
+describe('ADMIN_API_KEYS (further admin keys, for rotation)', () => {
+  it('takes a comma-separated list, each entry held to the admin key rules in production, named by position only', () => {
+    const a = randomBytes(36).toString('base64url');
+    const b = `admin_${randomBytes(24).toString('base64url')}`;
+    expect(loadConfig(prod({ ADMIN_API_KEYS: ` ${a} ,${b},` })).adminApiKeys).toEqual([a, b]);
+    expect(loadConfig(prod({})).adminApiKeys).toEqual([]);
+    const p = problems(prod({ ADMIN_API_KEYS: `${a},admin,${'x'.repeat(12)}` }));
+    expect(p).toEqual([
+      'ADMIN_API_KEYS entry 2 is a known-weak value: use at least 32 random characters per key',
+      'ADMIN_API_KEYS entry 3 is a known-weak value: use at least 32 random characters per key',
+    ]);
+    expect(p.join('\n')).not.toContain(a);
+  });
+  it('embedded mode accepts a weak entry with a warning', () => {
+    const c = loadConfig({ SVC_DATA_DIR: tmp(), JWT_SECRET: STRONG, ADMIN_API_KEYS: 'changeme' });
+    expect(c.adminApiKeys).toEqual(['changeme']);
+    expect(configWarnings(c)).toEqual(['ADMIN_API_KEYS entry 1 is a known-weak value: accepted in embedded mode, refused in production']);
+  });
+});
+
 describe('production: the database password', () => {
   it('DB_PASSWORD is required in production, even when DATABASE_URL carries a password (decisions.md)', () => {
     expect(problems(prod({ DB_PASSWORD: '' }))).toEqual(['DB_PASSWORD is required in production and must not be empty']);

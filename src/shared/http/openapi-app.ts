@@ -53,8 +53,8 @@ export interface OpenApiAppOptions<Ops extends OperationsShape<Ops>, C> {
   logger: Logger;
   /** The service's name (the metrics' `service` label). */
   service: string;
-  /** The configured admin key; the empty string means not configured (503). */
-  adminKey: string;
+  /** The admin keys accepted (ADMIN_API_KEY and ADMIN_API_KEYS); none means not configured (503). */
+  adminKeys: readonly string[];
   validationFail?: { [K in keyof Ops]?: ValidationFailHandler<Ops[K], C> };
   /** Called for an operation's unexpected error; answer with the operation's own error body. */
   internalError?: { [K in keyof Ops]?: (req: UncheckedRequest, ctx: C, requestId: string) => UncheckedResult };
@@ -67,10 +67,16 @@ type EdgeEnv = { Variables: { requestId: string; route: { operationId?: string; 
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest();
 
-/** Constant-time comparison of a presented secret with the configured one. */
-function secretEquals(presented: string | undefined | null, expected: string): boolean {
-  if (!expected || typeof presented !== 'string') return false;
-  return timingSafeEqual(sha256(presented), sha256(expected));
+/**
+ * Constant-time comparison of a presented secret with each configured one: every key is
+ * compared (no early exit), so the time says nothing about which key, or how many, matched.
+ */
+function secretMatches(presented: string | undefined | null, expected: readonly Buffer[]): boolean {
+  if (typeof presented !== 'string') return false;
+  const digest = sha256(presented);
+  let ok = false;
+  for (const e of expected) ok = timingSafeEqual(digest, e) || ok;
+  return ok;
 }
 
 /** The answer for an AppError: its status from the one code-to-status table, the spec's Error body. */
@@ -133,11 +139,12 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
     raw,
   });
 
-  const adminConfigured = opts.adminKey.length > 0;
+  const adminDigests = opts.adminKeys.filter((k) => k.length > 0).map(sha256);
+  const adminConfigured = adminDigests.length > 0;
   // Agent keys and bearer tokens are checked by the handlers themselves: the context API
   // answers its own error body and audits refused requests. Only AdminKey is checked here.
   for (const name of Object.keys(api.definition.components?.securitySchemes ?? {})) {
-    api.registerSecurityHandler(name, name === 'AdminKey' ? (c) => adminConfigured && secretEquals(c.request.headers['x-admin-key'] as string, opts.adminKey) : () => true);
+    api.registerSecurityHandler(name, name === 'AdminKey' ? (c) => adminConfigured && secretMatches(c.request.headers['x-admin-key'] as string, adminDigests) : () => true);
   }
 
   // The handlers' arguments after openapi-backend's context: the request, its id, its body,
@@ -270,7 +277,7 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
         // Routed first, so that the admin check still comes before anything about the body.
         opId = op?.operationId;
         c.set('route', op);
-        if (op && op.security?.some((s: Record<string, unknown>) => 'AdminKey' in s) && !(adminConfigured && secretEquals(headers['x-admin-key'], opts.adminKey))) {
+        if (op && op.security?.some((s: Record<string, unknown>) => 'AdminKey' in s) && !(adminConfigured && secretMatches(headers['x-admin-key'], adminDigests))) {
           result = adminConfigured ? errorResult(new AppError('auth_failed', 'Invalid admin API key')) : errorResult(new AppError('unavailable', 'Admin API not configured'));
         } else if (!op) {
           result = errorResult(new AppError('not_found', 'No such route'));

@@ -73,7 +73,7 @@ function serviceDef<Ops extends OperationsShape<Ops>>(opts: {
         ctx,
         logger: ctx.logger.child({ service: opts.name }),
         service: opts.name,
-        adminKey: ctx.config.adminApiKey,
+        adminKeys: [ctx.config.adminApiKey, ...ctx.config.adminApiKeys].filter(Boolean),
       }),
     preHandle: pres.length
       ? (ctx: AppContext) => {
