@@ -75,6 +75,7 @@ describe(`collector contract fuzz on a populated store (seed ${SEED})`, () => {
       'getCollectorMetrics',
       'getCollectorOpenApiJson',
       'getCollectorOpenApiYaml',
+      'getCollectorReady',
       'listActivitySources',
       'listObservedActivity',
     ]);
