@@ -31,7 +31,7 @@ export const REAL_REDIS = process.env.SVC_TEST_REAL === '1' && !!process.env.RED
 export const ADMIN_KEY = `admin_${randomBytes(24).toString('base64url')}`;
 export const JWT_SECRET = randomBytes(48).toString('base64url');
 // One password for every test file: svc_app is cluster-wide, and files run in parallel.
-const DB_PASSWORD = "svc-test-only-password-0000";
+export const DB_PASSWORD = "svc-test-only-password-0000";
 
 export interface TestDb {
   db: Db;

@@ -13,10 +13,10 @@ import path from 'node:path';
 import { fromBinary } from '@bufbuild/protobuf';
 import { FileDescriptorProtoSchema } from '@bufbuild/protobuf/wkt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDb, REAL, startTestStack, type TestStack } from '../harness.js';
+import { createTestDb, DB_PASSWORD, REAL, startTestStack, type TestStack } from '../harness.js';
 import { pythonHasGrpc, runProcess, type ProcessResult } from '../run-process.js';
 import { openDb } from '../../src/core/db/index.js';
-import { tcpProxy } from '../foundation/tcp-proxy.js';
+import { proxyFor } from '../foundation/tcp-proxy.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 /**
@@ -249,12 +249,8 @@ describe.skipIf(!REAL)('Watch while PostgreSQL refuses connections', () => {
   });
 
   it('Watch goes SERVING -> NOT_SERVING -> SERVING, and Check answers NOT_SERVING meanwhile', async () => {
-    const target = new URL(base.appUrl!);
-    const proxy = await tcpProxy(target.hostname, Number(target.port || 5432));
-    const viaProxy = new URL(base.appUrl!);
-    viaProxy.hostname = '127.0.0.1';
-    viaProxy.port = String(proxy.port);
-    const db = await openDb({ url: viaProxy.toString(), password: 'svc-test-only-password-0000', max: 2 });
+    const { proxy, url: viaProxy } = await proxyFor(base.appUrl!, 5432);
+    const db = await openDb({ url: viaProxy, password: DB_PASSWORD, max: 2 });
     let t: TestStack | undefined;
     try {
       t = await startTestStack({ services: ['context-grpc'], testDb: { ...base, db } });

@@ -6,13 +6,13 @@
  */
 import http2 from 'node:http2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDb, REAL, REAL_REDIS, startTestStack, type TestStack } from '../harness.js';
+import { createTestDb, DB_PASSWORD, REAL, REAL_REDIS, startTestStack, type TestStack } from '../harness.js';
 import { openDb } from '../../src/core/db/index.js';
 import { readMigrations } from '../../src/core/db/migrate.js';
 import { createRedisBroker } from '../../src/shared/broker.js';
 import { memoryLogger } from '../../src/shared/logger.js';
 import type { ServiceName } from '../../src/shared/service.js';
-import { tcpProxy } from './tcp-proxy.js';
+import { proxyFor } from './tcp-proxy.js';
 
 const HTTP: ServiceName[] = ['api', 'rules', 'context-webhook', 'telemetry', 'collector'];
 
@@ -123,12 +123,8 @@ describe.skipIf(!REAL)('/ready while PostgreSQL refuses connections', () => {
 
   it('answers 503 naming the database while its connections are refused, and 200 again when it is back', async () => {
     const base = await createTestDb();
-    const target = new URL(base.appUrl!);
-    const proxy = await tcpProxy(target.hostname, Number(target.port || 5432));
-    const viaProxy = new URL(base.appUrl!);
-    viaProxy.hostname = '127.0.0.1';
-    viaProxy.port = String(proxy.port);
-    const db = await openDb({ url: viaProxy.toString(), password: 'svc-test-only-password-0000', max: 2 });
+    const { proxy, target, url: viaProxy } = await proxyFor(base.appUrl!, 5432);
+    const db = await openDb({ url: viaProxy, password: DB_PASSWORD, max: 2 });
     let t: TestStack | undefined;
     try {
       t = await startTestStack({ services: ['api', 'collector'], testDb: { ...base, db } });
@@ -166,14 +162,10 @@ describe.skipIf(!REAL_REDIS)('/ready while Redis is unreachable', () => {
   if (!REAL_REDIS) console.log('skipped: Redis is taken away through a TCP proxy in front of REDIS_URL (SVC_TEST_REAL=1 and REDIS_URL); the in-process broker is always ready');
 
   it('answers 503 naming Redis while its connections are refused, and 200 again when it is back', async () => {
-    const target = new URL(process.env.REDIS_URL!);
-    const proxy = await tcpProxy(target.hostname, Number(target.port || 6379));
-    const viaProxy = new URL(process.env.REDIS_URL!);
-    viaProxy.hostname = '127.0.0.1';
-    viaProxy.port = String(proxy.port);
+    const { proxy, url: viaProxy } = await proxyFor(process.env.REDIS_URL!, 6379);
     let t: TestStack | undefined;
     try {
-      t = await startTestStack({ services: ['telemetry'], broker: () => createRedisBroker(viaProxy.toString(), memoryLogger()) });
+      t = await startTestStack({ services: ['telemetry'], broker: () => createRedisBroker(viaProxy, memoryLogger()) });
       const up = await t.call('telemetry', 'GET', '/ready');
       expect(up.status).toBe(200);
       expect(up.body.checks.redis.ok).toBe(true);

@@ -63,3 +63,16 @@ export async function tcpProxy(targetHost: string, targetPort: number): Promise<
     },
   };
 }
+
+/**
+ * A proxy in front of the server a connection URL names (its port, or `defaultPort`), and the
+ * same URL pointed at the proxy: a client given `url` loses its server when the proxy stops.
+ */
+export async function proxyFor(serverUrl: string, defaultPort: number): Promise<{ proxy: TcpProxy; target: URL; url: string }> {
+  const target = new URL(serverUrl);
+  const proxy = await tcpProxy(target.hostname, Number(target.port || defaultPort));
+  const via = new URL(serverUrl);
+  via.hostname = '127.0.0.1';
+  via.port = String(proxy.port);
+  return { proxy, target, url: via.toString() };
+}
