@@ -19,7 +19,7 @@ import { answerClientError } from './shared/http/wire-guards.js';
 import { grpcCallRecorder, requestIdOf, type GrpcCallRecorder } from './shared/grpc-observe.js';
 import { UNKNOWN_GRPC_METHOD } from './shared/metrics.js';
 import type { Logger } from './shared/logger.js';
-import { SERVICES } from './services.js';
+import { loadService } from './services.js';
 
 interface RunningService {
   name: ServiceName;
@@ -51,7 +51,7 @@ function listening(server: net.Server, port: number, host: string): Promise<numb
 }
 
 async function startOne(ctx: AppContext, name: ServiceName, portOverride?: number): Promise<RunningService> {
-  const def = SERVICES[name];
+  const def = await loadService(name);
   const host = def.host(ctx.config);
   const wanted = portOverride ?? def.port(ctx.config);
   let server: net.Server;

@@ -12,7 +12,7 @@ export interface TcpProxy {
   start(): Promise<void>;
 }
 
-export async function tcpProxy(targetHost: string, targetPort: number): Promise<TcpProxy> {
+async function tcpProxy(targetHost: string, targetPort: number): Promise<TcpProxy> {
   const sockets = new Set<net.Socket>();
   let server: net.Server | null = null;
   let port = 0;
