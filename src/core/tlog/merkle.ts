@@ -1,0 +1,384 @@
+/**
+ * The transparency log's Merkle math: RFC 9162 (RFC 6962) hashing, inclusion and
+ * consistency proofs, and the C2SP tlog-tiles storage layout (tiles of height 8).
+ *
+ * Storage-independent: every function that needs stored hashes reads them through a
+ * `ReadTile` callback, and `appendLeaves` is a pure function from the rightmost stored tiles
+ * and a batch of new leaf hashes to the tiles to write.
+ *
+ * Layout (c2sp.org/tlog-tiles): the tile at tile level L and index N holds the Merkle Tree
+ * Hashes of Merkle level 8L, nodes N*256 .. N*256+255 (level 0 = leaf hashes), 32 bytes each,
+ * concatenated. The rightmost tile of a level may be partial: for a tree of size s it holds
+ * floor(s / 256^L) mod 256 hashes. A level-L tile contributes its subtree root to the tile
+ * level above only once it is full.
+ *
+ * Tree sizes and indices are JavaScript numbers and must be safe integers.
+ */
+import { hash as oneShotHash } from 'node:crypto';
+
+/** Hashes per full tile (tile height 8). */
+export const TILE_WIDTH = 256;
+/** Bytes per hash. */
+export const HASH_SIZE = 32;
+const TILE_HEIGHT = 8;
+const FULL_TILE_BYTES = TILE_WIDTH * HASH_SIZE;
+
+/** The stored bytes of tile (level, index): 8192 bytes for a full tile, a shorter prefix for a partial one. */
+export type ReadTile = (level: number, index: number) => Promise<Uint8Array>;
+
+const LEAF_PREFIX = Buffer.from([0x00]);
+const NODE_PREFIX = Buffer.from([0x01]);
+
+/** MTH of the empty tree: SHA-256 of the empty string. */
+export const EMPTY_ROOT: Buffer = oneShotHash('sha256', Buffer.alloc(0), 'buffer');
+
+/** SHA-256(0x00 || data). */
+export function leafHash(data: Uint8Array): Buffer {
+  return oneShotHash('sha256', Buffer.concat([LEAF_PREFIX, data]), 'buffer');
+}
+
+const nodeScratch = Buffer.alloc(1 + 2 * HASH_SIZE);
+nodeScratch[0] = 0x01;
+
+/** SHA-256(0x01 || left || right). */
+export function nodeHash(left: Uint8Array, right: Uint8Array): Buffer {
+  if (left.length === HASH_SIZE && right.length === HASH_SIZE) {
+    nodeScratch.set(left, 1);
+    nodeScratch.set(right, 1 + HASH_SIZE);
+    return oneShotHash('sha256', nodeScratch, 'buffer');
+  }
+  return oneShotHash('sha256', Buffer.concat([NODE_PREFIX, left, right]), 'buffer');
+}
+
+// ---------------------------------------------------------------------------------------
+// Argument checks
+
+function checkCount(name: string, v: number): void {
+  if (!Number.isSafeInteger(v) || v < 0) {
+    throw new RangeError(`${name} must be a non-negative safe integer, got ${String(v)}`);
+  }
+}
+
+function checkHash(name: string, h: Uint8Array): void {
+  if (!(h instanceof Uint8Array) || h.length !== HASH_SIZE) {
+    throw new RangeError(`${name} must be a ${HASH_SIZE}-byte hash`);
+  }
+}
+
+/** Largest power of two strictly smaller than n (n >= 2). */
+function splitPoint(n: number): number {
+  let k = 1;
+  while (k * 2 < n) k *= 2;
+  return k;
+}
+
+// ---------------------------------------------------------------------------------------
+// Reading hashes from tiles
+
+/** Hashes `count` consecutive 32-byte hashes (count a power of two) starting at `offset` of `data` up to their subtree root. */
+function hashUp(data: Uint8Array, offset: number, count: number): Buffer {
+  if (count === 1) return Buffer.from(data.subarray(offset, offset + HASH_SIZE));
+  let level: Buffer[] = [];
+  for (let i = 0; i < count; i += 2) {
+    const a = offset + i * HASH_SIZE;
+    level.push(nodeHash(data.subarray(a, a + HASH_SIZE), data.subarray(a + HASH_SIZE, a + 2 * HASH_SIZE)));
+  }
+  while (level.length > 1) {
+    const next: Buffer[] = [];
+    for (let i = 0; i < level.length; i += 2) next.push(nodeHash(level[i], level[i + 1]));
+    level = next;
+  }
+  return level[0];
+}
+
+/** A ReadTile that reads each tile at most once (the memo lives as long as the returned function). */
+function memoized(read: ReadTile): ReadTile {
+  const memo = new Map<string, Promise<Uint8Array>>();
+  return (level, index) => {
+    const key = `${level}/${index}`;
+    let p = memo.get(key);
+    if (!p) {
+      p = read(level, index);
+      memo.set(key, p);
+    }
+    return p;
+  };
+}
+
+async function subtreeHashFrom(read: ReadTile, level: number, index: number): Promise<Buffer> {
+  const tileLevel = Math.floor(level / TILE_HEIGHT);
+  const count = 2 ** (level % TILE_HEIGHT);
+  const first = index * count; // node index at Merkle level 8 * tileLevel
+  const tileIndex = Math.floor(first / TILE_WIDTH);
+  const offset = (first % TILE_WIDTH) * HASH_SIZE;
+  const data = await read(tileLevel, tileIndex);
+  if (!(data instanceof Uint8Array) || data.length < offset + count * HASH_SIZE) {
+    throw new Error(
+      `tile ${tileLevel}/${tileIndex} holds ${data?.length ?? 0} bytes, ` +
+        `need ${offset + count * HASH_SIZE} for the subtree at level ${level} index ${index}`,
+    );
+  }
+  return hashUp(data, offset, count);
+}
+
+/**
+ * The hash of the complete subtree of 2^level leaves starting at leaf index * 2^level,
+ * from one tile (tile level floor(level/8), 2^(level%8) stored hashes).
+ */
+export async function subtreeHash(read: ReadTile, level: number, index: number): Promise<Buffer> {
+  checkCount('level', level);
+  checkCount('index', index);
+  if (!Number.isSafeInteger(index * 2 ** level)) throw new RangeError(`subtree at level ${level} index ${index} is out of range`);
+  return subtreeHashFrom(read, level, index);
+}
+
+/**
+ * MTH(D[lo:hi]) for a range whose start is a multiple of a power of two at least as large
+ * as its length (every range the RFC's recursions produce): the right fold of its complete
+ * subtrees, largest first.
+ */
+async function rangeHash(read: ReadTile, lo: number, hi: number): Promise<Buffer> {
+  if (lo === hi) return EMPTY_ROOT;
+  const parts: Promise<Buffer>[] = [];
+  let at = lo;
+  while (at < hi) {
+    let level = 0;
+    while (at % 2 ** (level + 1) === 0 && at + 2 ** (level + 1) <= hi) level++;
+    parts.push(subtreeHashFrom(read, level, at / 2 ** level));
+    at += 2 ** level;
+  }
+  const hashes = await Promise.all(parts);
+  let h = hashes[hashes.length - 1];
+  for (let i = hashes.length - 2; i >= 0; i--) h = nodeHash(hashes[i], h);
+  return h;
+}
+
+/** MTH of the first `size` leaves (size 0: SHA-256 of the empty string). */
+export async function rootHash(read: ReadTile, size: number): Promise<Buffer> {
+  checkCount('size', size);
+  return rangeHash(memoized(read), 0, size);
+}
+
+/** RFC 9162 2.1.3.1 PATH(index, D[0:size]), leaf sibling first. */
+export async function inclusionProof(read: ReadTile, index: number, size: number): Promise<Buffer[]> {
+  checkCount('index', index);
+  checkCount('size', size);
+  if (index >= size) throw new RangeError(`inclusion proof: index ${index} is not below tree size ${size}`);
+  const r = memoized(read);
+  const parts: Promise<Buffer>[] = [];
+  // Walk from the root down; PATH lists the deepest sibling first, so collect and reverse.
+  let lo = 0;
+  let n = size;
+  let m = index;
+  while (n > 1) {
+    const k = splitPoint(n);
+    if (m < k) {
+      parts.push(rangeHash(r, lo + k, lo + n));
+      n = k;
+    } else {
+      parts.push(rangeHash(r, lo, lo + k));
+      lo += k;
+      m -= k;
+      n -= k;
+    }
+  }
+  return (await Promise.all(parts)).reverse();
+}
+
+/** RFC 9162 2.1.4.1 PROOF(m, D[0:n]); [] when m == n or m == 0. */
+export async function consistencyProof(read: ReadTile, m: number, n: number): Promise<Buffer[]> {
+  checkCount('m', m);
+  checkCount('n', n);
+  if (m > n) throw new RangeError(`consistency proof: old size ${m} is larger than new size ${n}`);
+  if (m === 0 || m === n) return [];
+  const r = memoized(read);
+  const parts: Promise<Buffer>[] = [];
+  // SUBPROOF(m, D[lo:lo+len], b), iteratively; hashes appended after the recursive part, so reverse at the end.
+  let lo = 0;
+  let len = n;
+  let mm = m;
+  let b = true;
+  for (;;) {
+    if (mm === len) {
+      if (!b) parts.push(rangeHash(r, lo, lo + len));
+      break;
+    }
+    const k = splitPoint(len);
+    if (mm <= k) {
+      parts.push(rangeHash(r, lo + k, lo + len));
+      len = k;
+    } else {
+      parts.push(rangeHash(r, lo, lo + k));
+      lo += k;
+      mm -= k;
+      len -= k;
+      b = false;
+    }
+  }
+  return (await Promise.all(parts)).reverse();
+}
+
+// ---------------------------------------------------------------------------------------
+// Verification (RFC 9162 2.1.3.2 and 2.1.4.2)
+
+const isOdd = (x: number) => x % 2 === 1;
+const half = (x: number) => Math.floor(x / 2);
+
+function sameHash(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === HASH_SIZE && b.length === HASH_SIZE && Buffer.compare(a, b) === 0;
+}
+
+/** RFC 9162 2.1.3.2: does `proof` show the leaf with hash `leaf` at `index` in the tree of `size` with root `root`? */
+export function verifyInclusion(leaf: Uint8Array, index: number, size: number, proof: Uint8Array[], root: Uint8Array): boolean {
+  if (!Number.isSafeInteger(index) || !Number.isSafeInteger(size) || index < 0 || index >= size) return false;
+  if (leaf.length !== HASH_SIZE || proof.some((p) => p.length !== HASH_SIZE)) return false;
+  let fn = index;
+  let sn = size - 1;
+  let r: Uint8Array = leaf;
+  for (const p of proof) {
+    if (sn === 0) return false;
+    if (isOdd(fn) || fn === sn) {
+      r = nodeHash(p, r);
+      if (!isOdd(fn)) {
+        while (!isOdd(fn) && fn !== 0) {
+          fn = half(fn);
+          sn = half(sn);
+        }
+      }
+    } else {
+      r = nodeHash(r, p);
+    }
+    fn = half(fn);
+    sn = half(sn);
+  }
+  return sn === 0 && sameHash(r, root);
+}
+
+/**
+ * RFC 9162 2.1.4.2: does `proof` show the tree of size m with root `oldRoot` is a prefix of
+ * the tree of size n with root `newRoot`? m == n needs an empty proof and equal roots; m == 0
+ * needs an empty proof and the empty tree's root.
+ */
+export function verifyConsistency(m: number, n: number, proof: Uint8Array[], oldRoot: Uint8Array, newRoot: Uint8Array): boolean {
+  if (!Number.isSafeInteger(m) || !Number.isSafeInteger(n) || m < 0 || m > n) return false;
+  if (proof.some((p) => p.length !== HASH_SIZE)) return false;
+  if (m === n) return proof.length === 0 && sameHash(oldRoot, newRoot);
+  if (m === 0) return proof.length === 0 && sameHash(oldRoot, EMPTY_ROOT) && newRoot.length === HASH_SIZE;
+  if (proof.length === 0) return false;
+  const path: Uint8Array[] = isPowerOfTwo(m) ? [oldRoot, ...proof] : proof;
+  let fn = m - 1;
+  let sn = n - 1;
+  while (isOdd(fn)) {
+    fn = half(fn);
+    sn = half(sn);
+  }
+  let fr: Uint8Array = path[0];
+  let sr: Uint8Array = path[0];
+  for (const c of path.slice(1)) {
+    if (sn === 0) return false;
+    if (isOdd(fn) || fn === sn) {
+      fr = nodeHash(c, fr);
+      sr = nodeHash(c, sr);
+      if (!isOdd(fn)) {
+        while (!isOdd(fn) && fn !== 0) {
+          fn = half(fn);
+          sn = half(sn);
+        }
+      }
+    } else {
+      sr = nodeHash(sr, c);
+    }
+    fn = half(fn);
+    sn = half(sn);
+  }
+  return sn === 0 && sameHash(fr, oldRoot) && sameHash(sr, newRoot);
+}
+
+function isPowerOfTwo(x: number): boolean {
+  if (x < 1) return false;
+  while (x % 2 === 0) x /= 2;
+  return x === 1;
+}
+
+// ---------------------------------------------------------------------------------------
+// Building tiles
+
+/** One tile to store: its full new content (a full tile is 8192 bytes, a partial one shorter). */
+export interface TileWrite {
+  level: number;
+  index: number;
+  data: Buffer;
+}
+
+/**
+ * Appends `leafHashes` to a tree of `size` leaves. `lastTiles` maps each tile level to the
+ * bytes of that level's rightmost stored tile at `size` (absent or empty when the level's
+ * rightmost tile is empty; a full tile there is ignored, since the next hash starts a new
+ * tile). Returns the new size and every tile whose bytes changed, in (level, index) order:
+ * level-0 tiles receiving the leaf hashes, and at every level above, the tiles receiving the
+ * roots of tiles that filled.
+ */
+export function appendLeaves(
+  size: number,
+  lastTiles: Map<number, Uint8Array>,
+  leafHashes: Uint8Array[],
+): { size: number; tiles: TileWrite[] } {
+  checkCount('size', size);
+  const newSize = size + leafHashes.length;
+  if (!Number.isSafeInteger(newSize)) throw new RangeError('appendLeaves: the new size is not a safe integer');
+  leafHashes.forEach((h, i) => checkHash(`leafHashes[${i}]`, h));
+
+  // Per tile level: the rightmost tile's buffer, how many hashes it holds, its index, and whether it changed.
+  interface Open {
+    buf: Buffer;
+    width: number;
+    index: number;
+    dirty: boolean;
+  }
+  const open: Open[] = [];
+  const written: TileWrite[] = [];
+
+  const openLevel = (level: number): Open => {
+    let o = open[level];
+    if (o) return o;
+    const perTile = TILE_WIDTH ** (level + 1);
+    const width = Math.floor(size / TILE_WIDTH ** level) % TILE_WIDTH;
+    const index = Math.floor(size / perTile);
+    const buf = Buffer.alloc(FULL_TILE_BYTES);
+    if (width > 0) {
+      const stored = lastTiles.get(level);
+      if (!stored || stored.length !== width * HASH_SIZE) {
+        throw new RangeError(
+          `appendLeaves: the rightmost tile at level ${level} for size ${size} must hold ${width} hashes ` +
+            `(${width * HASH_SIZE} bytes), got ${stored ? stored.length : 'none'}`,
+        );
+      }
+      buf.set(stored, 0);
+    }
+    o = { buf, width, index, dirty: false };
+    open[level] = o;
+    return o;
+  };
+
+  const push = (level: number, h: Uint8Array): void => {
+    const o = openLevel(level);
+    o.buf.set(h, o.width * HASH_SIZE);
+    o.width++;
+    o.dirty = true;
+    if (o.width === TILE_WIDTH) {
+      written.push({ level, index: o.index, data: o.buf });
+      const root = hashUp(o.buf, 0, TILE_WIDTH);
+      open[level] = { buf: Buffer.alloc(FULL_TILE_BYTES), width: 0, index: o.index + 1, dirty: false };
+      push(level + 1, root);
+    }
+  };
+
+  for (const h of leafHashes) push(0, h);
+
+  for (let level = 0; level < open.length; level++) {
+    const o = open[level];
+    if (o && o.dirty && o.width > 0) written.push({ level, index: o.index, data: Buffer.from(o.buf.subarray(0, o.width * HASH_SIZE)) });
+  }
+  written.sort((a, b) => a.level - b.level || a.index - b.index);
+  return { size: newSize, tiles: written };
+}
