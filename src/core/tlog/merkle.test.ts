@@ -183,6 +183,25 @@ describe('appendLeaves + rootHash', () => {
     expect(await subtreeHash(s.read, 9, 3)).toEqual(mthPlain(hs, 3 * 512, 4 * 512));
   });
 
+  it("the spec's examples: sizes 70,000 and 256", () => {
+    const s = new Store();
+    s.append(leaves(0, 70_000));
+    const widths = (level: number) =>
+      [...s.tiles.entries()].filter(([k]) => k.startsWith(`${level}/`)).map(([, t]) => t.length / 32);
+    const l0 = widths(0);
+    expect(l0.filter((w) => w === 256)).toHaveLength(273);
+    expect(l0.filter((w) => w !== 256)).toEqual([112]);
+    expect(widths(1)).toEqual([256, 17]);
+    expect(widths(2)).toEqual([1]);
+    expect(widths(3)).toEqual([]);
+    const t = new Store();
+    t.append(leaves(0, 256));
+    expect([...t.tiles.entries()].map(([k, v]) => [k, v.length / 32])).toEqual([
+      ['0/0', 256],
+      ['1/0', 1],
+    ]);
+  });
+
   it('rejects a wrong rightmost tile and malformed leaf hashes', () => {
     const s = new Store();
     s.append(leaves(0, 10));
