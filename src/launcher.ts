@@ -138,7 +138,15 @@ async function startOne(ctx: AppContext, name: ServiceName, portOverride?: numbe
     await listening(server, wanted, host);
   }
   const port = (server.address() as AddressInfo).port;
-  const stopJobs = def.start ? await def.start(ctx) : undefined;
+  let stopJobs: Awaited<ReturnType<NonNullable<typeof def.start>>> | undefined;
+  try {
+    stopJobs = def.start ? await def.start(ctx) : undefined;
+  } catch (e) {
+    // A service that refuses to start (the transparency log's check) leaves no port open.
+    h2?.destroySessions();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    throw e;
+  }
   let closing: Promise<void> | null = null;
   return {
     name,

@@ -23,6 +23,7 @@ import { createAppContext, type AppContext, type Clock } from '../src/shared/app
 import { createMemoryBroker, createRedisBroker, type Broker } from '../src/shared/broker.js';
 import { memoryLogger } from '../src/shared/logger.js';
 import { startStack, type RunningStack } from '../src/launcher.js';
+import { generateNoteKey } from '../src/core/tlog/note.js';
 import { SERVICE_NAMES, type ServiceName } from '../src/shared/service.js';
 import { connectionLeaks, LEAK_WAIT_MS, openTimerWindow, trackServer } from './leak-check.js';
 
@@ -30,6 +31,8 @@ export const REAL = process.env.SVC_TEST_REAL === '1' && !!process.env.DATABASE_
 export const REAL_REDIS = process.env.SVC_TEST_REAL === '1' && !!process.env.REDIS_URL;
 export const ADMIN_KEY = `admin_${randomBytes(24).toString('base64url')}`;
 export const JWT_SECRET = randomBytes(48).toString('base64url');
+/** The transparency log's signing key for every test server (required in production mode). */
+export const TLOG_KEY = generateNoteKey('svc.test/audit-log');
 // One password for every test file: svc_app is cluster-wide, and files run in parallel.
 export const DB_PASSWORD = "svc-test-only-password-0000";
 
@@ -115,6 +118,7 @@ export function testEnv(extra: Record<string, string | undefined> = {}): Record<
     SVC_DATA_DIR: dataDir,
     ADMIN_API_KEY: ADMIN_KEY,
     JWT_SECRET,
+    TLOG_SIGNING_KEY: TLOG_KEY.signerKey,
     DEPLOYMENT_ID: randomUUID(),
     COLLECTOR_HMAC_SECRET: randomBytes(32).toString('base64url'),
     LOG_LEVEL: 'debug',

@@ -13,6 +13,7 @@ import { routes as bundles } from './bundles/routes.js';
 import { routes as tags } from './tags/routes.js';
 import { routes as deployments } from './deployments/routes.js';
 import { routes as audit } from './audit/routes.js';
+import { routes as tlog } from './audit/tlog-routes.js';
 import { routes as context } from './context/routes.js';
 
 export const apiService: HttpServiceDef = {
@@ -29,6 +30,7 @@ export const apiService: HttpServiceDef = {
       tags,
       deployments,
       audit,
+      tlog,
       context,
       docsRoutes('Api', 'openapi-control-plane.yaml'),
     ],

@@ -14,6 +14,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { generateNoteKey, parseSignerKey } from '../core/tlog/note.js';
+import { parseWitnessVerifierKey } from '../core/tlog/cosignature.js';
 
 export interface Config {
   mode: 'embedded' | 'production';
@@ -60,6 +62,20 @@ export interface Config {
     pseudonymizeAttributes: string[];
     backfillOnFirstRun: boolean;
     tailIntervalMs: number;
+  };
+  /** The transparency log over the audit log (src/core/tlog). */
+  tlog: {
+    /** TLOG_ORIGIN: the checkpoints' origin line; null means the signing key's name. */
+    origin: string | null;
+    /** TLOG_SIGNING_KEY: an Ed25519 note signer key (`PRIVATE+KEY+<name>+<hash>+<base64>`). */
+    signingKey: string;
+    checkpointIntervalMs: number;
+    exportDir: string | null;
+    checkpointWebhook: string | null;
+    /** TLOG_PUBLIC=1: entry bundles need no admin key. */
+    public: boolean;
+    /** TLOG_WITNESS_KEYS: witnesses' cosignature/v1 verifier keys. */
+    witnessKeys: string[];
   };
   /** Secrets generated at this start (embedded mode only); the launcher prints the admin key once. */
   generated: string[];
@@ -222,6 +238,7 @@ interface SecretsFile {
   JWT_SECRET?: string;
   DEPLOYMENT_ID?: string;
   COLLECTOR_HMAC_SECRET?: string;
+  TLOG_SIGNING_KEY?: string;
 }
 
 /** Generates (once) and reads back the embedded mode's secrets, stored with mode 0600. */
@@ -234,6 +251,7 @@ function embeddedSecrets(dataDir: string, env: Env, generated: string[]): Secret
     ['JWT_SECRET', () => randomBytes(48).toString('base64url')],
     ['DEPLOYMENT_ID', () => randomUUID()],
     ['COLLECTOR_HMAC_SECRET', () => randomBytes(32).toString('base64url')],
+    ['TLOG_SIGNING_KEY', () => generateNoteKey(env.TLOG_ORIGIN || DEFAULT_TLOG_ORIGIN).signerKey],
   ];
   let changed = false;
   for (const [name, make] of want) {
@@ -401,6 +419,7 @@ export function loadConfig(env: Env = process.env): Config {
       backfillOnFirstRun: r.str('BACKFILL_ON_FIRST_RUN') === '1',
       tailIntervalMs: r.int('COLLECTOR_TAIL_INTERVAL_MS', 1000, 10, 600000),
     },
+    tlog: tlogConfig(r, pick('TLOG_SIGNING_KEY')),
     generated,
   };
   if (r.problems.length) throw new ConfigError(r.problems);
@@ -427,4 +446,39 @@ function corsOriginList(raw: string, problems: string[]): string[] {
   }
   if (bad.length) problems.push(`CORS_ORIGINS must list origins like https://app.example:8443 (scheme, host, optional port; no path or trailing slash): ${bad.join(', ')}`);
   return out;
+}
+
+/** The origin of the key generated in embedded mode when TLOG_ORIGIN is not set. */
+const DEFAULT_TLOG_ORIGIN = 'svc.localhost/audit-log';
+
+function tlogConfig(r: Reader, signingKey: string | null): Config['tlog'] {
+  if (!signingKey) r.problems.push('TLOG_SIGNING_KEY is required: an Ed25519 note signer key (README "Transparency log" says how to make one)');
+  else {
+    try {
+      parseSignerKey(signingKey);
+    } catch (e) {
+      r.problems.push(`TLOG_SIGNING_KEY is not a note signer key: ${(e as Error).message}`);
+    }
+  }
+  const origin = r.str('TLOG_ORIGIN') || null;
+  if (origin !== null && (/[\n\r]/.test(origin) || origin.trim() !== origin)) r.problems.push('TLOG_ORIGIN must be one line with no leading or trailing space');
+  const witnessKeys = (r.str('TLOG_WITNESS_KEYS') ?? '').split(',').map((k) => k.trim()).filter(Boolean);
+  for (const k of witnessKeys) {
+    try {
+      parseWitnessVerifierKey(k);
+    } catch (e) {
+      r.problems.push(`TLOG_WITNESS_KEYS has a key that is not a cosignature/v1 verifier key: ${(e as Error).message}`);
+    }
+  }
+  const webhook = r.str('TLOG_CHECKPOINT_WEBHOOK') || null;
+  if (webhook !== null && !/^https?:\/\/[^\s]+$/.test(webhook)) r.problems.push('TLOG_CHECKPOINT_WEBHOOK must be an http or https URL');
+  return {
+    origin,
+    signingKey: signingKey ?? '',
+    checkpointIntervalMs: r.int('TLOG_CHECKPOINT_INTERVAL_MS', 1000, 10, 3_600_000),
+    exportDir: r.str('TLOG_EXPORT_DIR') ? path.resolve(r.str('TLOG_EXPORT_DIR')!) : null,
+    checkpointWebhook: webhook,
+    public: r.str('TLOG_PUBLIC') === '1',
+    witnessKeys,
+  };
 }

@@ -9,7 +9,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ADMIN_KEY, JWT_SECRET } from '../harness.js';
+import { ADMIN_KEY, JWT_SECRET, TLOG_KEY } from '../harness.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -57,6 +57,7 @@ export async function spawnApi(
     DB_PASSWORD: 'test-password-unused-under-trust',
     ADMIN_API_KEY: ADMIN_KEY,
     JWT_SECRET,
+    TLOG_SIGNING_KEY: TLOG_KEY.signerKey,
     DEPLOYMENT_ID: deploymentId,
     API_PORT: String(port),
     CONTEXT_GRPC_PORT: String(grpcPort),

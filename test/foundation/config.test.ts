@@ -3,17 +3,20 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
+import { generateNoteKey } from '../../src/core/tlog/note.js';
+import { generateWitnessKey } from '../../src/core/tlog/cosignature.js';
 import { adminKeyProblem, ConfigError, configWarnings, estimatedBits, isPatterned, isWeakSecret, loadConfig, urlPassword } from '../../src/shared/config.js';
 
 const tmp = () => fs.mkdtempSync(path.join(os.tmpdir(), 'svc-cfg-'));
 const STRONG = 'k9T2vQx7Lm4Rz8Wp1Ys6Nb3Hc5Jd0Fg2Ae7';
+const TLOG_SIGNING_KEY = generateNoteKey('svc.example/audit-log').signerKey;
 
 describe('embedded mode', () => {
   it('generates missing secrets once, 0600, and reads them back', () => {
     const dir = tmp();
     const a = loadConfig({ SVC_DATA_DIR: dir });
     expect(a.mode).toBe('embedded');
-    expect(a.generated.sort()).toEqual(['ADMIN_API_KEY', 'COLLECTOR_HMAC_SECRET', 'DEPLOYMENT_ID', 'JWT_SECRET']);
+    expect(a.generated.sort()).toEqual(['ADMIN_API_KEY', 'COLLECTOR_HMAC_SECRET', 'DEPLOYMENT_ID', 'JWT_SECRET', 'TLOG_SIGNING_KEY']);
     expect(a.adminApiKey).toMatch(/^admin_/);
     const st = fs.statSync(path.join(dir, 'secrets.json'));
     expect(st.mode & 0o777).toBe(0o600);
@@ -22,6 +25,8 @@ describe('embedded mode', () => {
     expect(b.adminApiKey).toBe(a.adminApiKey);
     expect(b.jwtSecret).toBe(a.jwtSecret);
     expect(b.deploymentId).toBe(a.deploymentId);
+    expect(b.tlog.signingKey).toBe(a.tlog.signingKey);
+    expect(a.tlog.signingKey).toMatch(/^PRIVATE\+KEY\+svc\.localhost\/audit-log\+[0-9a-f]{8}\+/);
   });
   it('never generates a secret that is set, even to the empty string (no open mode)', () => {
     const c = loadConfig({ SVC_DATA_DIR: tmp(), ADMIN_API_KEY: '' });
@@ -51,7 +56,7 @@ describe('production mode', () => {
     expect(fs.existsSync(path.join(dir, 'secrets.json'))).toBe(false);
   });
   it('accepts a complete configuration; an empty admin key means 503, not a failure', () => {
-    const c = loadConfig({ DATABASE_URL: 'postgres://svc_app@127.0.0.1/db', JWT_SECRET: STRONG, DB_PASSWORD: 'p'.repeat(24), DEPLOYMENT_ID: '0b1d6a8e-4a4e-4d38-9d0e-3f3b7a1c2d4e', ADMIN_API_KEY: '' });
+    const c = loadConfig({ DATABASE_URL: 'postgres://svc_app@127.0.0.1/db', JWT_SECRET: STRONG, DB_PASSWORD: 'p'.repeat(24), DEPLOYMENT_ID: '0b1d6a8e-4a4e-4d38-9d0e-3f3b7a1c2d4e', ADMIN_API_KEY: '', TLOG_SIGNING_KEY });
     expect(c.mode).toBe('production');
     expect(c.adminApiKey).toBe('');
     expect(c.ports.api).toBe(8000);
@@ -70,7 +75,7 @@ describe('weak secrets', () => {
 
 const DEPLOYMENT_ID = '0b1d6a8e-4a4e-4d38-9d0e-3f3b7a1c2d4e';
 /** A complete production configuration but for what each test sets. */
-const prod = (extra: Record<string, string>) => ({ DATABASE_URL: 'postgres://svc_app@127.0.0.1/db', JWT_SECRET: STRONG, DB_PASSWORD: 'p'.repeat(24), DEPLOYMENT_ID, ...extra });
+const prod = (extra: Record<string, string>) => ({ DATABASE_URL: 'postgres://svc_app@127.0.0.1/db', JWT_SECRET: STRONG, DB_PASSWORD: 'p'.repeat(24), DEPLOYMENT_ID, TLOG_SIGNING_KEY, ...extra });
 function problems(env: Record<string, string>): string[] {
   try {
     loadConfig(env);
@@ -192,5 +197,25 @@ describe('COLLECTOR_PSEUDONYMIZE_ATTRIBUTES', () => {
     expect(problems({ SVC_DATA_DIR: tmp(), COLLECTOR_PSEUDONYMIZE_ATTRIBUTES: 'user.id,bad name' })).toEqual([
       'COLLECTOR_PSEUDONYMIZE_ATTRIBUTES must list attribute names (letters, digits, _ . : -), comma-separated (got "bad name")',
     ]);
+  });
+});
+
+describe('transparency log settings', () => {
+  it('production requires TLOG_SIGNING_KEY and refuses a malformed one, never printing it', () => {
+    const { TLOG_SIGNING_KEY: _omit, ...rest } = prod({});
+    expect(problems(rest as Record<string, string>)).toEqual([expect.stringMatching(/^TLOG_SIGNING_KEY is required/)]);
+    const bad = 'PRIVATE+KEY+x+00000000+c2VjcmV0LXNlZWQ=';
+    const p = problems(prod({ TLOG_SIGNING_KEY: bad }));
+    expect(p).toEqual([expect.stringMatching(/^TLOG_SIGNING_KEY is not a note signer key/)]);
+    expect(p.join('\n')).not.toContain('c2VjcmV0LXNlZWQ');
+  });
+  it('reads the origin, interval, export dir, webhook, public flag and witness keys; refuses bad ones', () => {
+    const w = generateWitnessKey('witness.example/w');
+    const c = loadConfig(prod({ TLOG_ORIGIN: 'svc.example/log', TLOG_CHECKPOINT_INTERVAL_MS: '250', TLOG_EXPORT_DIR: '/tmp/cp', TLOG_CHECKPOINT_WEBHOOK: 'https://a.example/cp', TLOG_PUBLIC: '1', TLOG_WITNESS_KEYS: ` ${w.verifierKey} ` }));
+    expect(c.tlog).toMatchObject({ origin: 'svc.example/log', checkpointIntervalMs: 250, exportDir: '/tmp/cp', checkpointWebhook: 'https://a.example/cp', public: true, witnessKeys: [w.verifierKey] });
+    const p = problems(prod({ TLOG_WITNESS_KEYS: 'nope', TLOG_CHECKPOINT_WEBHOOK: 'ftp://x', TLOG_CHECKPOINT_INTERVAL_MS: '0', TLOG_ORIGIN: 'a\nb' }));
+    expect(p).toHaveLength(4);
+    // A log key is not a witness key (cosignature/v1 is its own key type).
+    expect(problems(prod({ TLOG_WITNESS_KEYS: generateNoteKey('x').verifierKey }))).toHaveLength(1);
   });
 });

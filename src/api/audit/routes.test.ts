@@ -181,6 +181,7 @@ describe('GET /api/audit/verify', () => {
       genesis_hash: expect.stringMatching(/^[0-9a-f]{64}$/),
       deployment_id: t.config.deploymentId,
       initialized_at: expect.any(String),
+      transparency_log: { status: 'ok', leaf_count: expect.any(Number), tree_size: expect.any(Number), checkpoint_tree_size: expect.any(Number), tampered_at_leaf: null, error: null },
     });
     expect((await t.call('api', 'GET', '/api/audit/verify')).status).toBe(401);
   });

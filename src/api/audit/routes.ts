@@ -9,7 +9,7 @@ import { errorResult, type RequestInfo, type UncheckedRequest } from '../../shar
 import type { operations } from '../../../gen/openapi/control-plane.js';
 import type { RouteModule } from '../../shared/service.js';
 import { verifyAgentKey } from '../../core/keys/verify-key.js';
-import { verifyAuditChain } from '../../core/audit/verify.js';
+import { verifyAudit } from '../../core/audit/verify.js';
 import { getAuditChain, listAuditRequests } from '../../core/audit/read.js';
 import { auditStreams, openAuditStream } from './stream.js';
 import { getAgentOutput, logAgentOutput } from '../../core/audit/output.js';
@@ -38,7 +38,7 @@ function streamStart(req: RequestInfo<operations['streamAuditRequests']>): numbe
 export const routes = {
   handlers: {
     async verifyAuditChain(_req, ctx) {
-      return { status: 200, body: await verifyAuditChain(ctx) };
+      return { status: 200, body: await verifyAudit(ctx) };
     },
     async listAuditRequests(req, ctx) {
       const q = req.query;

@@ -49,9 +49,9 @@ function selectionBytes(s: SelectedContext): Buffer {
 }
 
 function toAnswer(out: ContextOutcome): ContextAnswer {
-  if (!out.ok) return json(STATUS[out.code], { success: false, error_code: out.code, error_message: out.message, request_id: out.requestId });
+  if (!out.ok) return json(STATUS[out.code], { success: false, error_code: out.code, error_message: out.message, request_id: out.requestId, audit_leaf_index: out.leafIndex });
   const head =
-    `{"success":true,"request_id":"${out.requestId}","agent_id":${JSON.stringify(out.agentId)},"role_id":${JSON.stringify(out.roleId)},` +
+    `{"success":true,"request_id":"${out.requestId}","audit_leaf_index":${out.leafIndex},"agent_id":${JSON.stringify(out.agentId)},"role_id":${JSON.stringify(out.roleId)},` +
     `"task_type":${JSON.stringify(out.taskType)},"timestamp":${out.timestamp},"processing_time_ms":${out.processingTimeMs},`;
   return { status: 200, head: Buffer.from(head, 'utf8'), tail: selectionBytes(out.selected) };
 }

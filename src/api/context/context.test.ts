@@ -67,8 +67,9 @@ describe('POST /api/context', () => {
   ])('refuses %s with 401 AUTH_FAILED and records it with no agent', async (_, apiKey, message) => {
     const r = await ctxCall({ task_type: 'code_review' }, apiKey);
     expect(r.status).toBe(401);
-    expect(r.body).toEqual({ success: false, error_code: 'AUTH_FAILED', error_message: message, request_id: expect.any(String) });
+    expect(r.body).toEqual({ success: false, error_code: 'AUTH_FAILED', error_message: message, request_id: expect.any(String), audit_leaf_index: expect.any(Number) });
     const rec = await recordOf(r.body.request_id);
+    expect(Number(rec.leaf_index)).toBe(r.body.audit_leaf_index);
     expect(rec).toMatchObject({ agent_id: null, task_type: 'code_review', intent_valid: false, context_scd_ids: null });
     expect(rec.validation_errors).toMatchObject({ error_code: 'AUTH_FAILED' });
   });
@@ -159,13 +160,15 @@ describe('POST /api/context', () => {
     };
     const [fast, edge] = [await ctxCall({ task_type: 'code_review' }, key.api_key), await viaEdge({ task_type: 'code_review' }, key.api_key)];
     expect(edge.status).toBe(200);
-    expect({ ...edge.body, request_id: 0, timestamp: 0, processing_time_ms: 0 }).toEqual({ ...fast.body, request_id: 0, timestamp: 0, processing_time_ms: 0 });
+    expect({ ...edge.body, request_id: 0, timestamp: 0, processing_time_ms: 0, audit_leaf_index: 0 }).toEqual({ ...fast.body, request_id: 0, timestamp: 0, processing_time_ms: 0, audit_leaf_index: 0 });
+    expect(edge.body.audit_leaf_index).toBe(fast.body.audit_leaf_index + 1);
     expect(edge.headers.get('x-request-id')).toBe(edge.body.request_id);
     for (const [body, k, status] of [[{ task_type: 'code_review', extra: 1 }, key.api_key, 400], [{ task_type: 'nope' }, key.api_key, 403], [{ task_type: 'code_review' }, undefined, 401]] as const) {
       const a = await ctxCall(body, k);
       const b = await viaEdge(body, k);
       expect([a.status, b.status]).toEqual([status, status]);
-      expect({ ...b.body, request_id: 0 }).toEqual({ ...a.body, request_id: 0 });
+      expect({ ...b.body, request_id: 0, audit_leaf_index: 0 }).toEqual({ ...a.body, request_id: 0, audit_leaf_index: 0 });
+      expect(b.body.audit_leaf_index).toBe(a.body.audit_leaf_index + 1);
     }
   });
 

@@ -12,7 +12,7 @@ const selected = Object.freeze({
   scdMembers: [],
 });
 
-const common = { requestId: '85951b61-fd53-4f82-81ed-c87e137058a9', taskType: 'code_review', timestamp: 1_795_000_000, processingTimeMs: 3 };
+const common = { requestId: '85951b61-fd53-4f82-81ed-c87e137058a9', leafIndex: 0, taskType: 'code_review', timestamp: 1_795_000_000, processingTimeMs: 3 };
 
 const outcomes: Array<[string, ContextOutcome]> = [
   ['served', { ...common, ok: true, agentId: 'agent:a', roleId: 'role:security', selected }],

@@ -98,6 +98,7 @@ export function responseMessage(out: ContextOutcome): RequestContextResponse {
     taskType: out.taskType,
     timestamp: BigInt(out.timestamp),
     processingTimeMs: out.processingTimeMs,
+    auditLeafIndex: BigInt(out.leafIndex),
   };
   if (!out.ok) return create(RequestContextResponseSchema, { ...common, success: false, errorCode: out.code, errorMessage: out.message });
   const s = out.selected;
@@ -123,5 +124,7 @@ export function responseParts(out: ContextOutcome): { head: Uint8Array; tail: Bu
     w.tag(10, WireType.LengthDelimited).string(out.code);
     w.tag(11, WireType.LengthDelimited).string(out.message);
   }
+  // proto3 `optional`: written even when 0 (the first leaf).
+  w.tag(13, WireType.Varint).int64(out.leafIndex);
   return { head: w.finish(), tail: out.ok ? selectionBytes(out.selected) : null };
 }

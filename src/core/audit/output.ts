@@ -52,29 +52,53 @@ export async function logAgentOutput(
   const text = canonicalJson(input.output);
   const outputHash = sha256Hex(text);
   const outputId = randomUUID();
-  const rows = await ctx.db.query<{ created_at: Date }>(
-    `INSERT INTO agent_output_logs (output_id, request_id, agent_id, output_type, output, output_hash)
-     SELECT $1, r.request_id, r.agent_id, $4, $5::jsonb, $6 FROM agent_context_requests r WHERE r.request_id = $2 AND r.agent_id = $3
-     RETURNING created_at`,
+  // svc_output_append (migration 0011) takes the chain lock and gives the output its leaf.
+  const rows = await ctx.db.query<{ created_at: Date; leaf_index: number | string }>(
+    'SELECT created_at, leaf_index FROM svc_output_append($1, $2, $3, $4, $5::jsonb, $6)',
     [outputId, input.request_id, agentId, input.output_type ?? null, text, outputHash],
   );
   if (!rows.length) throw new AppError('not_found', 'No context request of this agent has this request_id');
-  return { output_id: outputId, request_id: input.request_id, agent_id: agentId, created_at: rows[0]!.created_at.toISOString(), output_hash: outputHash };
+  return {
+    output_id: outputId,
+    request_id: input.request_id,
+    agent_id: agentId,
+    created_at: new Date(rows[0]!.created_at).toISOString(),
+    output_hash: outputHash,
+    leaf_index: Number(rows[0]!.leaf_index),
+  };
 }
 
 export async function getAgentOutput(ctx: AppContext, agentId: string, outputId: string): Promise<AgentOutput> {
-  const [r] = await ctx.db.query(
-    'SELECT output_id, request_id, agent_id, output, output_type, output_hash, created_at FROM agent_output_logs WHERE output_id = $1 AND agent_id = $2',
-    [outputId, agentId],
-  );
+  const [r] = await ctx.db.query<OutputRow>(`SELECT ${OUTPUT_COLUMNS} FROM agent_output_logs WHERE output_id = $1 AND agent_id = $2`, [outputId, agentId]);
   if (!r) throw new AppError('not_found', 'No output of this agent has this output_id');
+  return toAgentOutput(r);
+}
+
+/** The columns of an output record as its read endpoint returns it. */
+export const OUTPUT_COLUMNS = 'output_id, request_id, agent_id, output, output_type, output_hash, created_at, leaf_index';
+
+/** A row of OUTPUT_COLUMNS as the drivers return it (jsonb may arrive as text, int8 as text). */
+export interface OutputRow {
+  output_id: string;
+  request_id: string;
+  agent_id: string;
+  output: unknown;
+  output_type: string | null;
+  output_hash: string;
+  created_at: Date;
+  leaf_index: number | string;
+}
+
+/** The wire shape of a stored output (the leaf data of the transparency log is its canonical JSON). */
+export function toAgentOutput(r: OutputRow): AgentOutput {
   return {
     output_id: r.output_id,
     request_id: r.request_id,
     agent_id: r.agent_id,
-    output: typeof r.output === 'string' ? JSON.parse(r.output) : r.output,
+    output: (typeof r.output === 'string' ? JSON.parse(r.output) : r.output) as AgentOutput['output'],
     output_type: r.output_type ?? null,
     output_hash: r.output_hash,
-    created_at: (r.created_at as Date).toISOString(),
+    created_at: new Date(r.created_at).toISOString(),
+    leaf_index: Number(r.leaf_index),
   };
 }

@@ -12,9 +12,9 @@ export type AuditRecord = components['schemas']['AuditRecord'];
 export type AuditRecordPage = components['schemas']['AuditRecordPage'];
 export type AuditChain = components['schemas']['AuditChain'];
 
-const COLUMNS = `request_id, agent_id, task_type, request_params, intent_valid, validation_errors, context_bundle_ids,
+export const AUDIT_COLUMNS = `request_id, agent_id, task_type, request_params, intent_valid, validation_errors, context_bundle_ids,
   context_scd_ids, processing_time_ms, requested_at, chain_sequence, previous_hash, record_hash, content_hash, chain_id,
-  parent_request_id`;
+  parent_request_id, leaf_index`;
 
 /** A jsonb value as an object (null for anything else). */
 function objectOrNull(v: unknown): Record<string, unknown> | null {
@@ -30,14 +30,15 @@ function safeParse(s: string): unknown {
 }
 
 /** A row of COLUMNS as the drivers return it: jsonb may arrive as text, requested_at as a Date. */
-type AuditRow = Omit<AuditRecord, 'request_params' | 'validation_errors' | 'requested_at' | 'chain_sequence'> & {
+export type AuditRow = Omit<AuditRecord, 'request_params' | 'validation_errors' | 'requested_at' | 'chain_sequence' | 'leaf_index'> & {
+  leaf_index: number | string;
   request_params: unknown;
   validation_errors: unknown;
   requested_at: Date;
   chain_sequence: number | string;
 };
 
-function toAuditRecord(r: AuditRow): AuditRecord {
+export function toAuditRecord(r: AuditRow): AuditRecord {
   return {
     request_id: r.request_id,
     agent_id: r.agent_id ?? null,
@@ -55,6 +56,7 @@ function toAuditRecord(r: AuditRow): AuditRecord {
     content_hash: r.content_hash ?? null,
     chain_id: r.chain_id ?? null,
     parent_request_id: r.parent_request_id ?? null,
+    leaf_index: Number(r.leaf_index),
   };
 }
 
@@ -90,7 +92,7 @@ export async function listAuditRequests(ctx: AppContext, q: AuditQuery): Promise
   if (q.afterSequence !== undefined) add('chain_sequence > ?', q.afterSequence);
   params.push(q.limit);
   const rows = await ctx.db.query<AuditRow>(
-    `SELECT ${COLUMNS} FROM agent_context_requests ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY chain_sequence LIMIT $${params.length}`,
+    `SELECT ${AUDIT_COLUMNS} FROM agent_context_requests ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY chain_sequence LIMIT $${params.length}`,
     params,
   );
   const records = rows.map(toAuditRecord);
@@ -99,14 +101,14 @@ export async function listAuditRequests(ctx: AppContext, q: AuditQuery): Promise
 
 /** The records of one multi-agent chain; 404 when none carries the id. */
 export async function getAuditChain(ctx: AppContext, chainId: string): Promise<AuditChain> {
-  const rows = await ctx.db.query<AuditRow>(`SELECT ${COLUMNS} FROM agent_context_requests WHERE chain_id = $1 ORDER BY chain_sequence`, [chainId]);
+  const rows = await ctx.db.query<AuditRow>(`SELECT ${AUDIT_COLUMNS} FROM agent_context_requests WHERE chain_id = $1 ORDER BY chain_sequence`, [chainId]);
   if (!rows.length) throw new AppError('not_found', 'No audit record carries this chain_id');
   return { chain_id: chainId, records: rows.map(toAuditRecord) };
 }
 
 /** Up to `limit` records after `after`, in order (the SSE stream's reads). */
 export async function readAuditAfter(ctx: Pick<AppContext, 'db'>, after: number, limit: number): Promise<AuditRecord[]> {
-  const rows = await ctx.db.query<AuditRow>(`SELECT ${COLUMNS} FROM agent_context_requests WHERE chain_sequence > $1 ORDER BY chain_sequence LIMIT $2`, [after, limit]);
+  const rows = await ctx.db.query<AuditRow>(`SELECT ${AUDIT_COLUMNS} FROM agent_context_requests WHERE chain_sequence > $1 ORDER BY chain_sequence LIMIT $2`, [after, limit]);
   return rows.map(toAuditRecord);
 }
 

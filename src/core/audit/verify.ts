@@ -25,6 +25,7 @@ import { LEGACY_SENTINEL } from './hash.js';
 import { CopyBinaryReader, forEachCopyBinaryRow, int64, type RowHandler } from './copy-binary.js';
 import { ByteChainChecker, CHECK_COLUMNS, N_CHECK_COLUMNS } from './chain-check.js';
 import type { components } from '../../../gen/openapi/control-plane.js';
+import { verifyTree } from '../tlog/verify-tree.js';
 
 export type AuditVerifyResult = components['schemas']['AuditVerifyResult'];
 
@@ -83,8 +84,18 @@ export interface VerifyOptions {
   chainOrderOnly?: boolean;
 }
 
+/**
+ * Verifies both chains and, beside them, the transparency log (src/core/tlog/verify-tree.ts:
+ * the stored tree against the records and the latest checkpoint). A mismatch is a result
+ * (`tampered`), never an exception.
+ */
+export async function verifyAudit(ctx: AppContext): Promise<AuditVerifyResult> {
+  const [chains, tree] = await Promise.all([verifyAuditChain(ctx), verifyTree(ctx)]);
+  return { ...chains, status: chains.status === 'ok' && tree.status === 'ok' ? 'ok' : 'tampered', transparency_log: tree };
+}
+
 /** Verifies both chains. A mismatch is a result (`tampered`), never an exception. */
-export async function verifyAuditChain(ctx: Pick<AppContext, 'db' | 'clock'>, opts: VerifyOptions = {}): Promise<AuditVerifyResult> {
+export async function verifyAuditChain(ctx: Pick<AppContext, 'db' | 'clock'>, opts: VerifyOptions = {}): Promise<Omit<AuditVerifyResult, 'transparency_log'>> {
   const { db } = ctx;
   const [g] = await db.query<{ deployment_id: string; genesis_hash: string; initialized_at: Date }>(
     'SELECT deployment_id, genesis_hash, initialized_at FROM audit_chain_genesis ORDER BY id LIMIT 1',

@@ -5,7 +5,8 @@
  * - A caller's promise resolves only after its record is committed (fail closed: the
  *   context API answers only then), and rejects when it could not be committed.
  * - The chain is serialized in the database (svc_audit_append takes a transaction-level
- *   advisory lock, reads the tip, assigns tip + 1 and finishes both hashes), so records of
+ *   advisory lock, reads the tip, assigns tip + 1 and the next leaf indexes of the
+ *   transparency log, and finishes both hashes), so records of
  *   any number of processes form one gapless chain ordered by integer chain_sequence.
  * - Records waiting while a batch is in flight are written together in the next batch: one
  *   statement, one commit (and one WAL flush) for many requests.
@@ -35,6 +36,8 @@ export interface AuditEntry {
 export interface CommittedAudit {
   requestId: string;
   chainSequence: number;
+  /** The record's leaf in the transparency log (src/core/tlog). */
+  leafIndex: number;
   requestedAt: Date;
 }
 
@@ -213,9 +216,10 @@ export class AuditWriter {
         `"m":${m},"at":${at},"c":${c},"pr":${pr},"rc":${JSON.stringify(rc)},"cc":${JSON.stringify(cc)}}`;
     }
     json += ']';
-    const [row] = await this.ctx.db.query<{ first: number }>('SELECT svc_audit_append($1::jsonb) AS first', [json]);
-    const first = Number(row!.first);
-    return batch.map((p, i) => ({ requestId: p.entry.requestId, chainSequence: first + i, requestedAt }));
+    const [row] = await this.ctx.db.query<{ first_seq: number; first_leaf: number }>('SELECT first_seq, first_leaf FROM svc_audit_append($1::jsonb)', [json]);
+    const first = Number(row!.first_seq);
+    const leaf = Number(row!.first_leaf);
+    return batch.map((p, i) => ({ requestId: p.entry.requestId, chainSequence: first + i, leafIndex: leaf + i, requestedAt }));
   }
 }
 

@@ -47,6 +47,8 @@ export interface ContextRequestInput {
 
 interface Common {
   requestId: string;
+  /** The audit record's leaf in the transparency log. */
+  leafIndex: number;
   agentId: string | null;
   roleId: string | null;
   taskType: string;
@@ -103,8 +105,8 @@ async function run(ctx: AppContext, input: ContextRequestInput): Promise<Context
     const processingTimeMs = elapsed();
     // intent_valid says whether the intent was allowed: only an internal failure comes after that check.
     const intentValid = code === 'INTERNAL_ERROR';
-    await appendAudit(ctx, entry(requestId, given, agentId, intentValid, { error_code: code, error_message: message, ...extra }, null, processingTimeMs));
-    return { ok: false, code, message, requestId, agentId, roleId, taskType: given.taskType, timestamp: unixSeconds(ctx), processingTimeMs };
+    const audit = await appendAudit(ctx, entry(requestId, given, agentId, intentValid, { error_code: code, error_message: message, ...extra }, null, processingTimeMs));
+    return { ok: false, code, message, requestId, leafIndex: audit.leafIndex, agentId, roleId, taskType: given.taskType, timestamp: unixSeconds(ctx), processingTimeMs };
   };
 
   // 1. The key and its agent.
@@ -134,8 +136,8 @@ async function run(ctx: AppContext, input: ContextRequestInput): Promise<Context
 
   // 5-6. The audit record, committed before the answer.
   const processingTimeMs = elapsed();
-  await appendAudit(ctx, entry(requestId, given, key.agentId, true, null, selected, processingTimeMs));
-  return { ok: true, requestId, agentId: key.agentId, roleId: key.roleId, taskType: task, selected, timestamp: unixSeconds(ctx), processingTimeMs };
+  const audit = await appendAudit(ctx, entry(requestId, given, key.agentId, true, null, selected, processingTimeMs));
+  return { ok: true, requestId, leafIndex: audit.leafIndex, agentId: key.agentId, roleId: key.roleId, taskType: task, selected, timestamp: unixSeconds(ctx), processingTimeMs };
 }
 
 function unixSeconds(ctx: AppContext): number {

@@ -21,7 +21,7 @@ interface TableShape {
   primaryKey: string[];
 }
 
-const UDT: Record<string, string> = { integer: 'int4', serial: 'int4', bigint: 'int8', bigserial: 'int8', boolean: 'bool' };
+const UDT: Record<string, string> = { smallint: 'int2', integer: 'int4', serial: 'int4', bigint: 'int8', bigserial: 'int8', boolean: 'bool' };
 
 /** drizzle's SQL type, spelled as the catalog's udt names: 'int8', 'text[]', 'timestamptz(3)'. */
 function drizzleType(c: PgColumn): string {

@@ -21,8 +21,14 @@ type NoFields = Record<never, never>;
 /** A parameter group (`path?: never` or `query?: {...}`) as the edge hands it over: always an object. */
 type Fields<T> = [NonNullable<T>] extends [never] ? NoFields : NonNullable<T>;
 
-/** The JSON body of a request body or response object; never for another media type. */
-type JsonOf<T> = T extends { content: infer C } ? ('application/json' extends keyof C ? C['application/json' & keyof C] : never) : undefined;
+/** The JSON body of a request body or response object (a text/plain one: its text); never for another media type. */
+type JsonOf<T> = T extends { content: infer C }
+  ? 'application/json' extends keyof C
+    ? C['application/json' & keyof C]
+    : 'text/plain' extends keyof C
+      ? string
+      : never
+  : undefined;
 
 type PathParams<Op extends OperationShape> = Fields<Op['parameters']['path']>;
 type QueryParams<Op extends OperationShape> = Fields<Op['parameters']['query']>;

@@ -79,6 +79,17 @@ function secretMatches(presented: string | undefined | null, expected: readonly 
   return ok;
 }
 
+/**
+ * The edge's admin-key refusal, for an operation that needs the key only sometimes (the
+ * transparency log's entry bundles, public when TLOG_PUBLIC=1): null when `presented` is one
+ * of `keys`, else the error the edge answers for AdminKey operations.
+ */
+export function adminKeyRefusal(keys: readonly string[], presented: string | undefined): AppError | null {
+  const digests = keys.filter((k) => k.length > 0).map(sha256);
+  if (!digests.length) return new AppError('unavailable', 'Admin API not configured');
+  return secretMatches(presented, digests) ? null : new AppError('auth_failed', 'Invalid admin API key');
+}
+
 /** The answer for an AppError: its status from the one code-to-status table, the spec's Error body. */
 export function errorResult(err: AppError, extraHeaders?: Record<string, string>): ErrorReply {
   return { status: err.status, body: err.toBody(), headers: extraHeaders } as ErrorReply;
@@ -263,6 +274,9 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
         const declared = op?.requestBody && 'content' in op.requestBody ? Object.keys(op.requestBody.content ?? {}) : [];
         if (declared.length > 0 && !mediaTypeDeclared(headers['content-type'], declared)) {
           refusal = { status: 415, issue: { path: '/headers/content-type', rule: 'mediaType', message: `body must be ${declared.join(' or ')} (got ${headers['content-type'] ? `"${headers['content-type']}"` : 'no Content-Type'})` } };
+        } else if (declared.includes('text/plain') && mediaTypeDeclared(headers['content-type'], ['text/plain'])) {
+          // A text operation (a witness's cosignature note) gets the text as it came.
+          body = text;
         } else if (jsonTooDeep(text)) {
           refusal = { status: 400, issue: TOO_DEEP_ISSUE };
         } else {

@@ -13,7 +13,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\rcontext.proto\x12\x0esvc.context.v1\"\xda\x01\n\x15RequestContextRequest\x12\x0f\n\x07\x61pi_key\x18\x01 \x01(\t\x12\x11\n\ttask_type\x18\x02 \x01(\t\x12\x41\n\x06params\x18\x03 \x03(\x0b\x32\x31.svc.context.v1.RequestContextRequest.ParamsEntry\x12\x10\n\x08\x63hain_id\x18\x04 \x01(\t\x12\x19\n\x11parent_request_id\x18\x05 \x01(\t\x1a-\n\x0bParamsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xfa\x02\n\x16RequestContextResponse\x12\x0f\n\x07success\x18\x01 \x01(\x08\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x03 \x01(\t\x12\x0f\n\x07role_id\x18\x04 \x01(\t\x12\x11\n\ttask_type\x18\x05 \x01(\t\x12\x0f\n\x07scd_ids\x18\x06 \x03(\t\x12K\n\x0bscd_content\x18\x07 \x03(\x0b\x32\x36.svc.context.v1.RequestContextResponse.ScdContentEntry\x12\x11\n\ttimestamp\x18\x08 \x01(\x03\x12\x1a\n\x12processing_time_ms\x18\t \x01(\x05\x12\x12\n\nerror_code\x18\n \x01(\t\x12\x15\n\rerror_message\x18\x0b \x01(\t\x12\x1a\n\x12\x63ontext_bundle_ids\x18\x0c \x03(\t\x1a\x31\n\x0fScdContentEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"E\n\x10SubscribeRequest\x12\x0b\n\x03tag\x18\x01 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x02 \x01(\t\x12\x12\n\nauth_token\x18\x03 \x01(\t\"\xdb\x02\n\x0e\x43ontextMessage\x12\x30\n\x04type\x18\x01 \x01(\x0e\x32\".svc.context.v1.ContextMessageType\x12\x0b\n\x03tag\x18\x02 \x01(\t\x12\x11\n\tbundle_id\x18\x03 \x01(\t\x12\x16\n\x0e\x62undle_version\x18\x04 \x01(\t\x12\x1b\n\x13resolved_bundle_ids\x18\x05 \x03(\t\x12\x14\n\x0c\x63ontext_yaml\x18\x06 \x01(\t\x12\x0f\n\x07scd_ids\x18\x07 \x03(\t\x12\x43\n\x0bscd_content\x18\x08 \x03(\x0b\x32..svc.context.v1.ContextMessage.ScdContentEntry\x12\x10\n\x08sequence\x18\t \x01(\x03\x12\x11\n\ttimestamp\x18\n \x01(\x03\x1a\x31\n\x0fScdContentEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01*\xa2\x01\n\x12\x43ontextMessageType\x12$\n CONTEXT_MESSAGE_TYPE_UNSPECIFIED\x10\x00\x12!\n\x1d\x43ONTEXT_MESSAGE_TYPE_SNAPSHOT\x10\x01\x12\x1f\n\x1b\x43ONTEXT_MESSAGE_TYPE_UPDATE\x10\x02\x12\"\n\x1e\x43ONTEXT_MESSAGE_TYPE_HEARTBEAT\x10\x03\x32\xc2\x01\n\x0e\x43ontextService\x12_\n\x0eRequestContext\x12%.svc.context.v1.RequestContextRequest\x1a&.svc.context.v1.RequestContextResponse\x12O\n\tSubscribe\x12 .svc.context.v1.SubscribeRequest\x1a\x1e.svc.context.v1.ContextMessage0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\rcontext.proto\x12\x0esvc.context.v1\"\xda\x01\n\x15RequestContextRequest\x12\x0f\n\x07\x61pi_key\x18\x01 \x01(\t\x12\x11\n\ttask_type\x18\x02 \x01(\t\x12\x41\n\x06params\x18\x03 \x03(\x0b\x32\x31.svc.context.v1.RequestContextRequest.ParamsEntry\x12\x10\n\x08\x63hain_id\x18\x04 \x01(\t\x12\x19\n\x11parent_request_id\x18\x05 \x01(\t\x1a-\n\x0bParamsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\xae\x03\n\x16RequestContextResponse\x12\x0f\n\x07success\x18\x01 \x01(\x08\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x03 \x01(\t\x12\x0f\n\x07role_id\x18\x04 \x01(\t\x12\x11\n\ttask_type\x18\x05 \x01(\t\x12\x0f\n\x07scd_ids\x18\x06 \x03(\t\x12K\n\x0bscd_content\x18\x07 \x03(\x0b\x32\x36.svc.context.v1.RequestContextResponse.ScdContentEntry\x12\x11\n\ttimestamp\x18\x08 \x01(\x03\x12\x1a\n\x12processing_time_ms\x18\t \x01(\x05\x12\x12\n\nerror_code\x18\n \x01(\t\x12\x15\n\rerror_message\x18\x0b \x01(\t\x12\x1a\n\x12\x63ontext_bundle_ids\x18\x0c \x03(\t\x12\x1d\n\x10\x61udit_leaf_index\x18\r \x01(\x03H\x00\x88\x01\x01\x1a\x31\n\x0fScdContentEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x13\n\x11_audit_leaf_index\"E\n\x10SubscribeRequest\x12\x0b\n\x03tag\x18\x01 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x02 \x01(\t\x12\x12\n\nauth_token\x18\x03 \x01(\t\"\xdb\x02\n\x0e\x43ontextMessage\x12\x30\n\x04type\x18\x01 \x01(\x0e\x32\".svc.context.v1.ContextMessageType\x12\x0b\n\x03tag\x18\x02 \x01(\t\x12\x11\n\tbundle_id\x18\x03 \x01(\t\x12\x16\n\x0e\x62undle_version\x18\x04 \x01(\t\x12\x1b\n\x13resolved_bundle_ids\x18\x05 \x03(\t\x12\x14\n\x0c\x63ontext_yaml\x18\x06 \x01(\t\x12\x0f\n\x07scd_ids\x18\x07 \x03(\t\x12\x43\n\x0bscd_content\x18\x08 \x03(\x0b\x32..svc.context.v1.ContextMessage.ScdContentEntry\x12\x10\n\x08sequence\x18\t \x01(\x03\x12\x11\n\ttimestamp\x18\n \x01(\x03\x1a\x31\n\x0fScdContentEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x16\n\x14GetCheckpointRequest\"[\n\x15GetCheckpointResponse\x12\x0c\n\x04note\x18\x01 \x01(\t\x12\x0e\n\x06origin\x18\x02 \x01(\t\x12\x11\n\ttree_size\x18\x03 \x01(\x04\x12\x11\n\troot_hash\x18\x04 \x01(\x0c\"t\n\x18GetInclusionProofRequest\x12\x14\n\nleaf_index\x18\x01 \x01(\x04H\x00\x12\x14\n\nrequest_id\x18\x02 \x01(\tH\x00\x12\x16\n\ttree_size\x18\x03 \x01(\x04H\x01\x88\x01\x01\x42\x06\n\x04leafB\x0c\n\n_tree_size\"G\n\x0eInclusionProof\x12\x12\n\nleaf_index\x18\x01 \x01(\x04\x12\x11\n\ttree_size\x18\x02 \x01(\x04\x12\x0e\n\x06hashes\x18\x03 \x03(\x0c\"B\n\x1aGetConsistencyProofRequest\x12\x0c\n\x04\x66rom\x18\x01 \x01(\x04\x12\x0f\n\x02to\x18\x02 \x01(\x04H\x00\x88\x01\x01\x42\x05\n\x03_to\"<\n\x10\x43onsistencyProof\x12\x0c\n\x04\x66rom\x18\x01 \x01(\x04\x12\n\n\x02to\x18\x02 \x01(\x04\x12\x0e\n\x06hashes\x18\x03 \x03(\x0c*\xa2\x01\n\x12\x43ontextMessageType\x12$\n CONTEXT_MESSAGE_TYPE_UNSPECIFIED\x10\x00\x12!\n\x1d\x43ONTEXT_MESSAGE_TYPE_SNAPSHOT\x10\x01\x12\x1f\n\x1b\x43ONTEXT_MESSAGE_TYPE_UPDATE\x10\x02\x12\"\n\x1e\x43ONTEXT_MESSAGE_TYPE_HEARTBEAT\x10\x03\x32\xc2\x01\n\x0e\x43ontextService\x12_\n\x0eRequestContext\x12%.svc.context.v1.RequestContextRequest\x1a&.svc.context.v1.RequestContextResponse\x12O\n\tSubscribe\x12 .svc.context.v1.SubscribeRequest\x1a\x1e.svc.context.v1.ContextMessage0\x01\x32\xba\x02\n\x16TransparencyLogService\x12\\\n\rGetCheckpoint\x12$.svc.context.v1.GetCheckpointRequest\x1a%.svc.context.v1.GetCheckpointResponse\x12]\n\x11GetInclusionProof\x12(.svc.context.v1.GetInclusionProofRequest\x1a\x1e.svc.context.v1.InclusionProof\x12\x63\n\x13GetConsistencyProof\x12*.svc.context.v1.GetConsistencyProofRequest\x1a .svc.context.v1.ConsistencyProofb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'context_pb2', globals())
@@ -26,22 +26,36 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _REQUESTCONTEXTRESPONSE_SCDCONTENTENTRY._serialized_options = b'8\001'
   _CONTEXTMESSAGE_SCDCONTENTENTRY._options = None
   _CONTEXTMESSAGE_SCDCONTENTENTRY._serialized_options = b'8\001'
-  _CONTEXTMESSAGETYPE._serialized_start=1057
-  _CONTEXTMESSAGETYPE._serialized_end=1219
+  _CONTEXTMESSAGETYPE._serialized_start=1547
+  _CONTEXTMESSAGETYPE._serialized_end=1709
   _REQUESTCONTEXTREQUEST._serialized_start=34
   _REQUESTCONTEXTREQUEST._serialized_end=252
   _REQUESTCONTEXTREQUEST_PARAMSENTRY._serialized_start=207
   _REQUESTCONTEXTREQUEST_PARAMSENTRY._serialized_end=252
   _REQUESTCONTEXTRESPONSE._serialized_start=255
-  _REQUESTCONTEXTRESPONSE._serialized_end=633
-  _REQUESTCONTEXTRESPONSE_SCDCONTENTENTRY._serialized_start=584
-  _REQUESTCONTEXTRESPONSE_SCDCONTENTENTRY._serialized_end=633
-  _SUBSCRIBEREQUEST._serialized_start=635
-  _SUBSCRIBEREQUEST._serialized_end=704
-  _CONTEXTMESSAGE._serialized_start=707
-  _CONTEXTMESSAGE._serialized_end=1054
-  _CONTEXTMESSAGE_SCDCONTENTENTRY._serialized_start=584
-  _CONTEXTMESSAGE_SCDCONTENTENTRY._serialized_end=633
-  _CONTEXTSERVICE._serialized_start=1222
-  _CONTEXTSERVICE._serialized_end=1416
+  _REQUESTCONTEXTRESPONSE._serialized_end=685
+  _REQUESTCONTEXTRESPONSE_SCDCONTENTENTRY._serialized_start=615
+  _REQUESTCONTEXTRESPONSE_SCDCONTENTENTRY._serialized_end=664
+  _SUBSCRIBEREQUEST._serialized_start=687
+  _SUBSCRIBEREQUEST._serialized_end=756
+  _CONTEXTMESSAGE._serialized_start=759
+  _CONTEXTMESSAGE._serialized_end=1106
+  _CONTEXTMESSAGE_SCDCONTENTENTRY._serialized_start=615
+  _CONTEXTMESSAGE_SCDCONTENTENTRY._serialized_end=664
+  _GETCHECKPOINTREQUEST._serialized_start=1108
+  _GETCHECKPOINTREQUEST._serialized_end=1130
+  _GETCHECKPOINTRESPONSE._serialized_start=1132
+  _GETCHECKPOINTRESPONSE._serialized_end=1223
+  _GETINCLUSIONPROOFREQUEST._serialized_start=1225
+  _GETINCLUSIONPROOFREQUEST._serialized_end=1341
+  _INCLUSIONPROOF._serialized_start=1343
+  _INCLUSIONPROOF._serialized_end=1414
+  _GETCONSISTENCYPROOFREQUEST._serialized_start=1416
+  _GETCONSISTENCYPROOFREQUEST._serialized_end=1482
+  _CONSISTENCYPROOF._serialized_start=1484
+  _CONSISTENCYPROOF._serialized_end=1544
+  _CONTEXTSERVICE._serialized_start=1712
+  _CONTEXTSERVICE._serialized_end=1906
+  _TRANSPARENCYLOGSERVICE._serialized_start=1909
+  _TRANSPARENCYLOGSERVICE._serialized_end=2223
 # @@protoc_insertion_point(module_scope)

@@ -10,6 +10,15 @@ CONTEXT_MESSAGE_TYPE_UNSPECIFIED: ContextMessageType
 CONTEXT_MESSAGE_TYPE_UPDATE: ContextMessageType
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class ConsistencyProof(_message.Message):
+    __slots__ = ["hashes", "to"]
+    FROM_FIELD_NUMBER: _ClassVar[int]
+    HASHES_FIELD_NUMBER: _ClassVar[int]
+    TO_FIELD_NUMBER: _ClassVar[int]
+    hashes: _containers.RepeatedScalarFieldContainer[bytes]
+    to: int
+    def __init__(self, to: _Optional[int] = ..., hashes: _Optional[_Iterable[bytes]] = ..., **kwargs) -> None: ...
+
 class ContextMessage(_message.Message):
     __slots__ = ["bundle_id", "bundle_version", "context_yaml", "resolved_bundle_ids", "scd_content", "scd_ids", "sequence", "tag", "timestamp", "type"]
     class ScdContentEntry(_message.Message):
@@ -41,6 +50,49 @@ class ContextMessage(_message.Message):
     type: ContextMessageType
     def __init__(self, type: _Optional[_Union[ContextMessageType, str]] = ..., tag: _Optional[str] = ..., bundle_id: _Optional[str] = ..., bundle_version: _Optional[str] = ..., resolved_bundle_ids: _Optional[_Iterable[str]] = ..., context_yaml: _Optional[str] = ..., scd_ids: _Optional[_Iterable[str]] = ..., scd_content: _Optional[_Mapping[str, str]] = ..., sequence: _Optional[int] = ..., timestamp: _Optional[int] = ...) -> None: ...
 
+class GetCheckpointRequest(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class GetCheckpointResponse(_message.Message):
+    __slots__ = ["note", "origin", "root_hash", "tree_size"]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    ORIGIN_FIELD_NUMBER: _ClassVar[int]
+    ROOT_HASH_FIELD_NUMBER: _ClassVar[int]
+    TREE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    note: str
+    origin: str
+    root_hash: bytes
+    tree_size: int
+    def __init__(self, note: _Optional[str] = ..., origin: _Optional[str] = ..., tree_size: _Optional[int] = ..., root_hash: _Optional[bytes] = ...) -> None: ...
+
+class GetConsistencyProofRequest(_message.Message):
+    __slots__ = ["to"]
+    FROM_FIELD_NUMBER: _ClassVar[int]
+    TO_FIELD_NUMBER: _ClassVar[int]
+    to: int
+    def __init__(self, to: _Optional[int] = ..., **kwargs) -> None: ...
+
+class GetInclusionProofRequest(_message.Message):
+    __slots__ = ["leaf_index", "request_id", "tree_size"]
+    LEAF_INDEX_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    TREE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    leaf_index: int
+    request_id: str
+    tree_size: int
+    def __init__(self, leaf_index: _Optional[int] = ..., request_id: _Optional[str] = ..., tree_size: _Optional[int] = ...) -> None: ...
+
+class InclusionProof(_message.Message):
+    __slots__ = ["hashes", "leaf_index", "tree_size"]
+    HASHES_FIELD_NUMBER: _ClassVar[int]
+    LEAF_INDEX_FIELD_NUMBER: _ClassVar[int]
+    TREE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    hashes: _containers.RepeatedScalarFieldContainer[bytes]
+    leaf_index: int
+    tree_size: int
+    def __init__(self, leaf_index: _Optional[int] = ..., tree_size: _Optional[int] = ..., hashes: _Optional[_Iterable[bytes]] = ...) -> None: ...
+
 class RequestContextRequest(_message.Message):
     __slots__ = ["api_key", "chain_id", "params", "parent_request_id", "task_type"]
     class ParamsEntry(_message.Message):
@@ -63,7 +115,7 @@ class RequestContextRequest(_message.Message):
     def __init__(self, api_key: _Optional[str] = ..., task_type: _Optional[str] = ..., params: _Optional[_Mapping[str, str]] = ..., chain_id: _Optional[str] = ..., parent_request_id: _Optional[str] = ...) -> None: ...
 
 class RequestContextResponse(_message.Message):
-    __slots__ = ["agent_id", "context_bundle_ids", "error_code", "error_message", "processing_time_ms", "request_id", "role_id", "scd_content", "scd_ids", "success", "task_type", "timestamp"]
+    __slots__ = ["agent_id", "audit_leaf_index", "context_bundle_ids", "error_code", "error_message", "processing_time_ms", "request_id", "role_id", "scd_content", "scd_ids", "success", "task_type", "timestamp"]
     class ScdContentEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -72,6 +124,7 @@ class RequestContextResponse(_message.Message):
         value: str
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    AUDIT_LEAF_INDEX_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_BUNDLE_IDS_FIELD_NUMBER: _ClassVar[int]
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
@@ -84,6 +137,7 @@ class RequestContextResponse(_message.Message):
     TASK_TYPE_FIELD_NUMBER: _ClassVar[int]
     TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
     agent_id: str
+    audit_leaf_index: int
     context_bundle_ids: _containers.RepeatedScalarFieldContainer[str]
     error_code: str
     error_message: str
@@ -95,7 +149,7 @@ class RequestContextResponse(_message.Message):
     success: bool
     task_type: str
     timestamp: int
-    def __init__(self, success: bool = ..., request_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., role_id: _Optional[str] = ..., task_type: _Optional[str] = ..., scd_ids: _Optional[_Iterable[str]] = ..., scd_content: _Optional[_Mapping[str, str]] = ..., timestamp: _Optional[int] = ..., processing_time_ms: _Optional[int] = ..., error_code: _Optional[str] = ..., error_message: _Optional[str] = ..., context_bundle_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+    def __init__(self, success: bool = ..., request_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., role_id: _Optional[str] = ..., task_type: _Optional[str] = ..., scd_ids: _Optional[_Iterable[str]] = ..., scd_content: _Optional[_Mapping[str, str]] = ..., timestamp: _Optional[int] = ..., processing_time_ms: _Optional[int] = ..., error_code: _Optional[str] = ..., error_message: _Optional[str] = ..., context_bundle_ids: _Optional[_Iterable[str]] = ..., audit_leaf_index: _Optional[int] = ...) -> None: ...
 
 class SubscribeRequest(_message.Message):
     __slots__ = ["agent_id", "auth_token", "tag"]

@@ -126,3 +126,148 @@ class ContextService(object):
             context__pb2.ContextMessage.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+
+class TransparencyLogServiceStub(object):
+    """TransparencyLogService serves the audit log's transparency log: its latest signed checkpoint
+    (C2SP tlog-checkpoint in a C2SP signed note) and RFC 9162 inclusion and consistency
+    proofs, the same as GET /api/audit/tlog/checkpoint, /api/audit/proof/inclusion and
+    /api/audit/proof/consistency on the control plane. No credentials: checkpoints and
+    proofs are public. INVALID_ARGUMENT for a leaf index not below the tree size or
+    from > to; NOT_FOUND for a size past the latest checkpoint or an unknown request id.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.GetCheckpoint = channel.unary_unary(
+                '/svc.context.v1.TransparencyLogService/GetCheckpoint',
+                request_serializer=context__pb2.GetCheckpointRequest.SerializeToString,
+                response_deserializer=context__pb2.GetCheckpointResponse.FromString,
+                )
+        self.GetInclusionProof = channel.unary_unary(
+                '/svc.context.v1.TransparencyLogService/GetInclusionProof',
+                request_serializer=context__pb2.GetInclusionProofRequest.SerializeToString,
+                response_deserializer=context__pb2.InclusionProof.FromString,
+                )
+        self.GetConsistencyProof = channel.unary_unary(
+                '/svc.context.v1.TransparencyLogService/GetConsistencyProof',
+                request_serializer=context__pb2.GetConsistencyProofRequest.SerializeToString,
+                response_deserializer=context__pb2.ConsistencyProof.FromString,
+                )
+
+
+class TransparencyLogServiceServicer(object):
+    """TransparencyLogService serves the audit log's transparency log: its latest signed checkpoint
+    (C2SP tlog-checkpoint in a C2SP signed note) and RFC 9162 inclusion and consistency
+    proofs, the same as GET /api/audit/tlog/checkpoint, /api/audit/proof/inclusion and
+    /api/audit/proof/consistency on the control plane. No credentials: checkpoints and
+    proofs are public. INVALID_ARGUMENT for a leaf index not below the tree size or
+    from > to; NOT_FOUND for a size past the latest checkpoint or an unknown request id.
+    """
+
+    def GetCheckpoint(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetInclusionProof(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetConsistencyProof(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_TransparencyLogServiceServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'GetCheckpoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetCheckpoint,
+                    request_deserializer=context__pb2.GetCheckpointRequest.FromString,
+                    response_serializer=context__pb2.GetCheckpointResponse.SerializeToString,
+            ),
+            'GetInclusionProof': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetInclusionProof,
+                    request_deserializer=context__pb2.GetInclusionProofRequest.FromString,
+                    response_serializer=context__pb2.InclusionProof.SerializeToString,
+            ),
+            'GetConsistencyProof': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetConsistencyProof,
+                    request_deserializer=context__pb2.GetConsistencyProofRequest.FromString,
+                    response_serializer=context__pb2.ConsistencyProof.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'svc.context.v1.TransparencyLogService', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+
+
+ # This class is part of an EXPERIMENTAL API.
+class TransparencyLogService(object):
+    """TransparencyLogService serves the audit log's transparency log: its latest signed checkpoint
+    (C2SP tlog-checkpoint in a C2SP signed note) and RFC 9162 inclusion and consistency
+    proofs, the same as GET /api/audit/tlog/checkpoint, /api/audit/proof/inclusion and
+    /api/audit/proof/consistency on the control plane. No credentials: checkpoints and
+    proofs are public. INVALID_ARGUMENT for a leaf index not below the tree size or
+    from > to; NOT_FOUND for a size past the latest checkpoint or an unknown request id.
+    """
+
+    @staticmethod
+    def GetCheckpoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/svc.context.v1.TransparencyLogService/GetCheckpoint',
+            context__pb2.GetCheckpointRequest.SerializeToString,
+            context__pb2.GetCheckpointResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetInclusionProof(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/svc.context.v1.TransparencyLogService/GetInclusionProof',
+            context__pb2.GetInclusionProofRequest.SerializeToString,
+            context__pb2.InclusionProof.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetConsistencyProof(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/svc.context.v1.TransparencyLogService/GetConsistencyProof',
+            context__pb2.GetConsistencyProofRequest.SerializeToString,
+            context__pb2.ConsistencyProof.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -43,6 +43,7 @@ class ContextError(TypedDict):
     error_code: Literal['AUTH_FAILED', 'INTENT_NOT_ALLOWED', 'VALIDATION_ERROR', 'INTERNAL_ERROR']
     error_message: str
     request_id: NotRequired[str]
+    audit_leaf_index: NotRequired[int]
 
 
 class ValidationIssue(TypedDict):
@@ -78,6 +79,7 @@ class ContextRequest(TypedDict):
 class ContextResponse(TypedDict):
     success: Literal[True]
     request_id: str
+    audit_leaf_index: int
     agent_id: AgentId
     role_id: RoleId
     task_type: str
@@ -400,6 +402,7 @@ class DeploymentList(TypedDict):
 
 class AuditVerifyResult(TypedDict):
     status: Literal['ok', 'tampered']
+    transparency_log: TransparencyLogVerifyResult
     record_count: int
     legacy_record_count: int
     first_chained_sequence: int | None
@@ -410,6 +413,36 @@ class AuditVerifyResult(TypedDict):
     genesis_hash: str | None
     deployment_id: str | None
     initialized_at: str | None
+
+
+class TransparencyLogVerifyResult(TypedDict):
+    """
+    The stored tree against the records and the latest checkpoint: every leaf recomputed
+    from its record (context requests and outputs, by `leaf_index`) and compared with the
+    tree's stored leaf hash; the checkpoint's signature checked with the log's key and its
+    root with the root of the records at its size; no leaf index missing, and neither the
+    tree nor the checkpoint larger than the records.
+    """
+    status: Literal['ok', 'tampered']
+    leaf_count: int
+    tree_size: int
+    checkpoint_tree_size: int | None
+    tampered_at_leaf: int | None
+    error: str | None
+
+
+class InclusionProof(TypedDict):
+    leaf_index: int
+    tree_size: int
+    hashes: list[str]
+
+
+ConsistencyProof = TypedDict('ConsistencyProof', {'from': 'int', 'to': 'int', 'hashes': 'list[str]'})  # type: ignore[misc]
+
+
+class TlogCosignatureReceipt(TypedDict):
+    tree_size: int
+    witness: str
 
 
 class AuditRecord(TypedDict):
@@ -429,6 +462,7 @@ class AuditRecord(TypedDict):
     content_hash: str | None
     chain_id: str | None
     parent_request_id: str | None
+    leaf_index: int
 
 
 class AuditRecordPage(TypedDict):
@@ -453,6 +487,7 @@ class AgentOutputReceipt(TypedDict):
     agent_id: AgentId
     created_at: str
     output_hash: Sha256Hex
+    leaf_index: int
 
 
 class AgentOutput(TypedDict):
@@ -463,6 +498,7 @@ class AgentOutput(TypedDict):
     output_type: str | None
     output_hash: Sha256Hex
     created_at: str
+    leaf_index: int
 
 
 AgentId: TypeAlias = str

@@ -1,9 +1,10 @@
-import { bigserial, boolean, integer, jsonb, pgTable, text } from 'drizzle-orm/pg-core';
+import { sql } from 'drizzle-orm';
+import { bigint, bigserial, boolean, integer, jsonb, pgTable, text } from 'drizzle-orm/pg-core';
 import { timestamptz3 } from './columns.js';
 import { agents } from './agents.js';
 
 /**
- * The audit log (migrations 0000, 0001 chain columns, 0004 tracing). Append-only: rows are
+ * The audit log (migrations 0000, 0001 chain columns, 0004 tracing, 0011 leaf index). Append-only: rows are
  * written only by `svc_audit_append` (src/core/audit/writer.ts), never through this table.
  */
 export const agentContextRequests = pgTable('agent_context_requests', {
@@ -24,4 +25,6 @@ export const agentContextRequests = pgTable('agent_context_requests', {
   content_hash: text('content_hash'),
   chain_id: text('chain_id'),
   parent_request_id: text('parent_request_id'),
+  // The record's leaf in the transparency log (migration 0011), shared with agent_output_logs.
+  leaf_index: bigint('leaf_index', { mode: 'number' }).notNull().unique().default(sql`svc_audit_next_leaf()`),
 });

@@ -14,6 +14,7 @@ export { agentOutputLogs } from './agent-output-logs.js';
 export { agentPolicyOverrides } from './agent-policy-overrides.js';
 export { activeSubscriptions } from './active-subscriptions.js';
 export { auditChainGenesis } from './audit-chain-genesis.js';
+export { auditTlogCheckpoints, auditTlogCosignatures, auditTlogTiles } from './audit-tlog.js';
 export { bundles } from './bundles.js';
 export { bundleScds } from './bundle-scds.js';
 export { contentVersion } from './content-version.js';

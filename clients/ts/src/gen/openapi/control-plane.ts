@@ -936,6 +936,250 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/audit/tlog/checkpoint": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The latest signed checkpoint
+         * @description The latest checkpoint (C2SP tlog-checkpoint: the origin line `TLOG_ORIGIN`, the
+         *     tree size, the base64 root hash) as a C2SP signed note, signed with Ed25519 by the
+         *     log's key (`TLOG_SIGNING_KEY`), followed by the witnesses' cosignature lines it has
+         *     received. A new checkpoint is signed every `TLOG_CHECKPOINT_INTERVAL_MS` (default
+         *     1000) when the tree grew. 404 before the first checkpoint. Public.
+         */
+        get: operations["getTlogCheckpoint"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/audit/tlog/key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The log's note verifier key
+         * @description The verifier key of the checkpoints' signature in Go's note format
+         *     (`<name>+<key hash>+<base64 key>`), one line. Public.
+         */
+        get: operations["getTlogKey"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/audit/tlog/cosignature": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A witness's cosignature of a checkpoint
+         * @description The body is a checkpoint note this log signed with one witness's added signature
+         *     line (C2SP tlog-cosignature, `cosignature/v1`, Ed25519). It is accepted only when
+         *     the checkpoint is one this log signed (its signature verifies and the tree size and
+         *     root are stored) and the added line verifies with one of the configured witness keys
+         *     (`TLOG_WITNESS_KEYS`); the served checkpoint then carries that line. A note this log
+         *     did not sign, or with no valid witness line, is 400; a witness key not configured is
+         *     403; a second cosignature by the same witness of the same checkpoint changes nothing
+         *     (200, the first kept). Public: the signature is the credential.
+         */
+        post: operations["addTlogCosignature"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/audit/tlog/tile/{s1}/{s2}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                s1: string;
+                s2: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * A tile of the transparency log (2 path segments after `tile/`)
+         * @description C2SP tlog-tiles, height 8: a hash tile `tile/<L>/<N>[.p/<W>]` (public) or an entry
+         *     bundle `tile/entries/<N>[.p/<W>]`. The tile path has between two and five segments,
+         *     so it is declared once per segment count (getTlogTile2 to getTlogTile5); the four
+         *     operations are one resource.
+         *
+         *     `<N>` is the tile index in groups of three digits, all but the last prefixed `x`
+         *     (`x001/x234/067`); `.p/<W>` names a partial tile of `W` (1 to 255) entries, the
+         *     prefix of the full tile. A hash tile at level `L` holds the 32-byte hashes of Merkle
+         *     level `8L` (level 0: the leaf hashes), concatenated. An entry bundle holds each
+         *     leaf's data as a 2-byte big-endian length followed by the bytes: the RFC 8785
+         *     canonical JSON of the audit record (as `GET /api/audit/requests` or
+         *     `GET /api/audit/output/{output_id}` returns it, `leaf_index` included).
+         *
+         *     Entry bundles need the admin key (`X-Admin-Key`, 401 without it) unless the log is
+         *     public (`TLOG_PUBLIC=1`); hash tiles are public. A tile (or width) beyond the latest
+         *     checkpoint is 404; a malformed tile path is 400. Full tiles never change and are
+         *     served with `Cache-Control: public, max-age=31536000, immutable`; partial tiles with
+         *     `no-cache`.
+         */
+        get: operations["getTlogTile2"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/audit/tlog/tile/{s1}/{s2}/{s3}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                s1: string;
+                s2: string;
+                s3: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * A tile of the transparency log (3 path segments after `tile/`)
+         * @description C2SP tlog-tiles, height 8: a hash tile `tile/<L>/<N>[.p/<W>]` (public) or an entry
+         *     bundle `tile/entries/<N>[.p/<W>]`. The tile path has between two and five segments,
+         *     so it is declared once per segment count (getTlogTile2 to getTlogTile5); the four
+         *     operations are one resource.
+         */
+        get: operations["getTlogTile3"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/audit/tlog/tile/{s1}/{s2}/{s3}/{s4}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                s1: string;
+                s2: string;
+                s3: string;
+                s4: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * A tile of the transparency log (4 path segments after `tile/`)
+         * @description C2SP tlog-tiles, height 8: a hash tile `tile/<L>/<N>[.p/<W>]` (public) or an entry
+         *     bundle `tile/entries/<N>[.p/<W>]`. The tile path has between two and five segments,
+         *     so it is declared once per segment count (getTlogTile2 to getTlogTile5); the four
+         *     operations are one resource.
+         */
+        get: operations["getTlogTile4"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/audit/tlog/tile/{s1}/{s2}/{s3}/{s4}/{s5}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                s1: string;
+                s2: string;
+                s3: string;
+                s4: string;
+                s5: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * A tile of the transparency log (5 path segments after `tile/`)
+         * @description C2SP tlog-tiles, height 8: a hash tile `tile/<L>/<N>[.p/<W>]` (public) or an entry
+         *     bundle `tile/entries/<N>[.p/<W>]`. The tile path has between two and five segments,
+         *     so it is declared once per segment count (getTlogTile2 to getTlogTile5); the four
+         *     operations are one resource.
+         */
+        get: operations["getTlogTile5"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/audit/proof/inclusion": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An inclusion proof (RFC 9162 2.1.3)
+         * @description The audit path of one leaf, named by `leaf_index` or by a context request's
+         *     `request_id` (exactly one of them), in the tree of `tree_size` leaves (default: the
+         *     latest checkpoint's size). Hashes are base64. A leaf index not below the tree size,
+         *     both or neither of `leaf_index` and `request_id`, or a malformed number is 400; a
+         *     tree size past the latest checkpoint, or an unknown `request_id`, is 404. Public:
+         *     a proof is made of hashes the hash tiles already publish.
+         */
+        get: operations["getInclusionProof"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/audit/proof/consistency": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A consistency proof (RFC 9162 2.1.4)
+         * @description The proof that the tree of `from` leaves is a prefix of the tree of `to` leaves
+         *     (default: the latest checkpoint's size). Hashes are base64; empty when `from` is 0
+         *     or equals `to`. `from > to` or a malformed number is 400; a `to` past the latest
+         *     checkpoint is 404. Public.
+         */
+        get: operations["getConsistencyProof"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1027,6 +1271,11 @@ export interface components {
             error_message: string;
             /** @description Id of the audit record written for this rejected request. */
             request_id?: string;
+            /**
+             * Format: int64
+             * @description The audit record's leaf in the transparency log.
+             */
+            audit_leaf_index?: number;
         };
         ValidationIssue: {
             /** @description JSON pointer to the offending value (`/body/imports/0`); empty for the whole document. */
@@ -1077,6 +1326,11 @@ export interface components {
              * @description The audit record's id.
              */
             request_id: string;
+            /**
+             * Format: int64
+             * @description The audit record's leaf in the transparency log (`/api/audit/proof/inclusion`).
+             */
+            audit_leaf_index: number;
             agent_id: components["schemas"]["AgentId"];
             role_id: components["schemas"]["RoleId"];
             task_type: string;
@@ -1478,8 +1732,13 @@ export interface components {
             offset: number;
         };
         AuditVerifyResult: {
-            /** @enum {string} */
+            /**
+             * @description `tampered` when either hash chain or the transparency log check fails (the chains'
+             *     failure in `tampered_at_sequence`, the log's in `transparency_log`).
+             * @enum {string}
+             */
             status: "ok" | "tampered";
+            transparency_log: components["schemas"]["TransparencyLogVerifyResult"];
             /**
              * Format: int64
              * @description All records in the audit table (chained and legacy).
@@ -1508,6 +1767,53 @@ export interface components {
             /** Format: date-time */
             initialized_at: string | null;
         };
+        /**
+         * @description The stored tree against the records and the latest checkpoint: every leaf recomputed
+         *     from its record (context requests and outputs, by `leaf_index`) and compared with the
+         *     tree's stored leaf hash; the checkpoint's signature checked with the log's key and its
+         *     root with the root of the records at its size; no leaf index missing, and neither the
+         *     tree nor the checkpoint larger than the records.
+         */
+        TransparencyLogVerifyResult: {
+            /** @enum {string} */
+            status: "ok" | "tampered";
+            /**
+             * Format: int64
+             * @description Audit records of every kind (one past the highest leaf index).
+             */
+            leaf_count: number;
+            /**
+             * Format: int64
+             * @description Leaves integrated into the tree (may trail leaf_count by a moment).
+             */
+            tree_size: number;
+            /** Format: int64 */
+            checkpoint_tree_size: number | null;
+            /** Format: int64 */
+            tampered_at_leaf: number | null;
+            error: string | null;
+        };
+        InclusionProof: {
+            /** Format: int64 */
+            leaf_index: number;
+            /** Format: int64 */
+            tree_size: number;
+            /** @description The audit path, base64 SHA-256 hashes from the leaf up. */
+            hashes: string[];
+        };
+        ConsistencyProof: {
+            /** Format: int64 */
+            from: number;
+            /** Format: int64 */
+            to: number;
+            hashes: string[];
+        };
+        TlogCosignatureReceipt: {
+            /** Format: int64 */
+            tree_size: number;
+            /** @description The witness key's name. */
+            witness: string;
+        };
         AuditRecord: {
             request_id: string;
             /** @description Null when the request's key matched no agent. */
@@ -1533,6 +1839,11 @@ export interface components {
             content_hash: string | null;
             chain_id: string | null;
             parent_request_id: string | null;
+            /**
+             * Format: int64
+             * @description The record's leaf in the transparency log (`/api/audit/proof/inclusion`).
+             */
+            leaf_index: number;
         };
         AuditRecordPage: {
             records: components["schemas"]["AuditRecord"][];
@@ -1559,6 +1870,11 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             output_hash: components["schemas"]["Sha256Hex"];
+            /**
+             * Format: int64
+             * @description The record's leaf in the transparency log (`/api/audit/proof/inclusion`).
+             */
+            leaf_index: number;
         };
         AgentOutput: {
             /** Format: uuid */
@@ -1572,9 +1888,33 @@ export interface components {
             output_hash: components["schemas"]["Sha256Hex"];
             /** Format: date-time */
             created_at: string;
+            /**
+             * Format: int64
+             * @description The record's leaf in the transparency log (`/api/audit/proof/inclusion`).
+             */
+            leaf_index: number;
         };
     };
     responses: {
+        /** @description The tile's bytes. */
+        TlogTile: {
+            headers: {
+                "Cache-Control"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/octet-stream": string;
+            };
+        };
+        /** @description The request is refused for who made it (`forbidden`). */
+        Forbidden: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /**
          * @description Invalid input (`validation_error`); `details.errors` lists `ValidationIssue`s. A body
          *     that is not JSON (rule `json`) or nests objects and arrays deeper than 128 levels
@@ -3000,6 +3340,228 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["AgentUnauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getTlogCheckpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The signed note. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain; charset=utf-8": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getTlogKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The verifier key. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain; charset=utf-8": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    addTlogCosignature: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "text/plain": string;
+            };
+        };
+        responses: {
+            /** @description This witness had already cosigned this checkpoint; nothing changed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TlogCosignatureReceipt"];
+                };
+            };
+            /** @description The cosignature was stored. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TlogCosignatureReceipt"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getTlogTile2: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                s1: string;
+                s2: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["TlogTile"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminNotConfigured"];
+        };
+    };
+    getTlogTile3: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                s1: string;
+                s2: string;
+                s3: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["TlogTile"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminNotConfigured"];
+        };
+    };
+    getTlogTile4: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                s1: string;
+                s2: string;
+                s3: string;
+                s4: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["TlogTile"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminNotConfigured"];
+        };
+    };
+    getTlogTile5: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                s1: string;
+                s2: string;
+                s3: string;
+                s4: string;
+                s5: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["TlogTile"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminNotConfigured"];
+        };
+    };
+    getInclusionProof: {
+        parameters: {
+            query?: {
+                leaf_index?: number;
+                request_id?: string;
+                tree_size?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The proof. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InclusionProof"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getConsistencyProof: {
+        parameters: {
+            query: {
+                from: number;
+                to?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The proof. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsistencyProof"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
         };

@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file context.proto.
  */
 export const file_context: GenFile = /*@__PURE__*/
-  fileDesc("Cg1jb250ZXh0LnByb3RvEg5zdmMuY29udGV4dC52MSLaAQoVUmVxdWVzdENvbnRleHRSZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkSEQoJdGFza190eXBlGAIgASgJEkEKBnBhcmFtcxgDIAMoCzIxLnN2Yy5jb250ZXh0LnYxLlJlcXVlc3RDb250ZXh0UmVxdWVzdC5QYXJhbXNFbnRyeRIQCghjaGFpbl9pZBgEIAEoCRIZChFwYXJlbnRfcmVxdWVzdF9pZBgFIAEoCRotCgtQYXJhbXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIvoCChZSZXF1ZXN0Q29udGV4dFJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSEgoKcmVxdWVzdF9pZBgCIAEoCRIQCghhZ2VudF9pZBgDIAEoCRIPCgdyb2xlX2lkGAQgASgJEhEKCXRhc2tfdHlwZRgFIAEoCRIPCgdzY2RfaWRzGAYgAygJEksKC3NjZF9jb250ZW50GAcgAygLMjYuc3ZjLmNvbnRleHQudjEuUmVxdWVzdENvbnRleHRSZXNwb25zZS5TY2RDb250ZW50RW50cnkSEQoJdGltZXN0YW1wGAggASgDEhoKEnByb2Nlc3NpbmdfdGltZV9tcxgJIAEoBRISCgplcnJvcl9jb2RlGAogASgJEhUKDWVycm9yX21lc3NhZ2UYCyABKAkSGgoSY29udGV4dF9idW5kbGVfaWRzGAwgAygJGjEKD1NjZENvbnRlbnRFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIkUKEFN1YnNjcmliZVJlcXVlc3QSCwoDdGFnGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEhIKCmF1dGhfdG9rZW4YAyABKAki2wIKDkNvbnRleHRNZXNzYWdlEjAKBHR5cGUYASABKA4yIi5zdmMuY29udGV4dC52MS5Db250ZXh0TWVzc2FnZVR5cGUSCwoDdGFnGAIgASgJEhEKCWJ1bmRsZV9pZBgDIAEoCRIWCg5idW5kbGVfdmVyc2lvbhgEIAEoCRIbChNyZXNvbHZlZF9idW5kbGVfaWRzGAUgAygJEhQKDGNvbnRleHRfeWFtbBgGIAEoCRIPCgdzY2RfaWRzGAcgAygJEkMKC3NjZF9jb250ZW50GAggAygLMi4uc3ZjLmNvbnRleHQudjEuQ29udGV4dE1lc3NhZ2UuU2NkQ29udGVudEVudHJ5EhAKCHNlcXVlbmNlGAkgASgDEhEKCXRpbWVzdGFtcBgKIAEoAxoxCg9TY2RDb250ZW50RW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASqiAQoSQ29udGV4dE1lc3NhZ2VUeXBlEiQKIENPTlRFWFRfTUVTU0FHRV9UWVBFX1VOU1BFQ0lGSUVEEAASIQodQ09OVEVYVF9NRVNTQUdFX1RZUEVfU05BUFNIT1QQARIfChtDT05URVhUX01FU1NBR0VfVFlQRV9VUERBVEUQAhIiCh5DT05URVhUX01FU1NBR0VfVFlQRV9IRUFSVEJFQVQQAzLCAQoOQ29udGV4dFNlcnZpY2USXwoOUmVxdWVzdENvbnRleHQSJS5zdmMuY29udGV4dC52MS5SZXF1ZXN0Q29udGV4dFJlcXVlc3QaJi5zdmMuY29udGV4dC52MS5SZXF1ZXN0Q29udGV4dFJlc3BvbnNlEk8KCVN1YnNjcmliZRIgLnN2Yy5jb250ZXh0LnYxLlN1YnNjcmliZVJlcXVlc3QaHi5zdmMuY29udGV4dC52MS5Db250ZXh0TWVzc2FnZTABYgZwcm90bzM");
+  fileDesc("Cg1jb250ZXh0LnByb3RvEg5zdmMuY29udGV4dC52MSLaAQoVUmVxdWVzdENvbnRleHRSZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkSEQoJdGFza190eXBlGAIgASgJEkEKBnBhcmFtcxgDIAMoCzIxLnN2Yy5jb250ZXh0LnYxLlJlcXVlc3RDb250ZXh0UmVxdWVzdC5QYXJhbXNFbnRyeRIQCghjaGFpbl9pZBgEIAEoCRIZChFwYXJlbnRfcmVxdWVzdF9pZBgFIAEoCRotCgtQYXJhbXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIq4DChZSZXF1ZXN0Q29udGV4dFJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSEgoKcmVxdWVzdF9pZBgCIAEoCRIQCghhZ2VudF9pZBgDIAEoCRIPCgdyb2xlX2lkGAQgASgJEhEKCXRhc2tfdHlwZRgFIAEoCRIPCgdzY2RfaWRzGAYgAygJEksKC3NjZF9jb250ZW50GAcgAygLMjYuc3ZjLmNvbnRleHQudjEuUmVxdWVzdENvbnRleHRSZXNwb25zZS5TY2RDb250ZW50RW50cnkSEQoJdGltZXN0YW1wGAggASgDEhoKEnByb2Nlc3NpbmdfdGltZV9tcxgJIAEoBRISCgplcnJvcl9jb2RlGAogASgJEhUKDWVycm9yX21lc3NhZ2UYCyABKAkSGgoSY29udGV4dF9idW5kbGVfaWRzGAwgAygJEh0KEGF1ZGl0X2xlYWZfaW5kZXgYDSABKANIAIgBARoxCg9TY2RDb250ZW50RW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUITChFfYXVkaXRfbGVhZl9pbmRleCJFChBTdWJzY3JpYmVSZXF1ZXN0EgsKA3RhZxgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRISCgphdXRoX3Rva2VuGAMgASgJItsCCg5Db250ZXh0TWVzc2FnZRIwCgR0eXBlGAEgASgOMiIuc3ZjLmNvbnRleHQudjEuQ29udGV4dE1lc3NhZ2VUeXBlEgsKA3RhZxgCIAEoCRIRCglidW5kbGVfaWQYAyABKAkSFgoOYnVuZGxlX3ZlcnNpb24YBCABKAkSGwoTcmVzb2x2ZWRfYnVuZGxlX2lkcxgFIAMoCRIUCgxjb250ZXh0X3lhbWwYBiABKAkSDwoHc2NkX2lkcxgHIAMoCRJDCgtzY2RfY29udGVudBgIIAMoCzIuLnN2Yy5jb250ZXh0LnYxLkNvbnRleHRNZXNzYWdlLlNjZENvbnRlbnRFbnRyeRIQCghzZXF1ZW5jZRgJIAEoAxIRCgl0aW1lc3RhbXAYCiABKAMaMQoPU2NkQ29udGVudEVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiFgoUR2V0Q2hlY2twb2ludFJlcXVlc3QiWwoVR2V0Q2hlY2twb2ludFJlc3BvbnNlEgwKBG5vdGUYASABKAkSDgoGb3JpZ2luGAIgASgJEhEKCXRyZWVfc2l6ZRgDIAEoBBIRCglyb290X2hhc2gYBCABKAwidAoYR2V0SW5jbHVzaW9uUHJvb2ZSZXF1ZXN0EhQKCmxlYWZfaW5kZXgYASABKARIABIUCgpyZXF1ZXN0X2lkGAIgASgJSAASFgoJdHJlZV9zaXplGAMgASgESAGIAQFCBgoEbGVhZkIMCgpfdHJlZV9zaXplIkcKDkluY2x1c2lvblByb29mEhIKCmxlYWZfaW5kZXgYASABKAQSEQoJdHJlZV9zaXplGAIgASgEEg4KBmhhc2hlcxgDIAMoDCJCChpHZXRDb25zaXN0ZW5jeVByb29mUmVxdWVzdBIMCgRmcm9tGAEgASgEEg8KAnRvGAIgASgESACIAQFCBQoDX3RvIjwKEENvbnNpc3RlbmN5UHJvb2YSDAoEZnJvbRgBIAEoBBIKCgJ0bxgCIAEoBBIOCgZoYXNoZXMYAyADKAwqogEKEkNvbnRleHRNZXNzYWdlVHlwZRIkCiBDT05URVhUX01FU1NBR0VfVFlQRV9VTlNQRUNJRklFRBAAEiEKHUNPTlRFWFRfTUVTU0FHRV9UWVBFX1NOQVBTSE9UEAESHwobQ09OVEVYVF9NRVNTQUdFX1RZUEVfVVBEQVRFEAISIgoeQ09OVEVYVF9NRVNTQUdFX1RZUEVfSEVBUlRCRUFUEAMywgEKDkNvbnRleHRTZXJ2aWNlEl8KDlJlcXVlc3RDb250ZXh0EiUuc3ZjLmNvbnRleHQudjEuUmVxdWVzdENvbnRleHRSZXF1ZXN0GiYuc3ZjLmNvbnRleHQudjEuUmVxdWVzdENvbnRleHRSZXNwb25zZRJPCglTdWJzY3JpYmUSIC5zdmMuY29udGV4dC52MS5TdWJzY3JpYmVSZXF1ZXN0Gh4uc3ZjLmNvbnRleHQudjEuQ29udGV4dE1lc3NhZ2UwATK6AgoWVHJhbnNwYXJlbmN5TG9nU2VydmljZRJcCg1HZXRDaGVja3BvaW50EiQuc3ZjLmNvbnRleHQudjEuR2V0Q2hlY2twb2ludFJlcXVlc3QaJS5zdmMuY29udGV4dC52MS5HZXRDaGVja3BvaW50UmVzcG9uc2USXQoRR2V0SW5jbHVzaW9uUHJvb2YSKC5zdmMuY29udGV4dC52MS5HZXRJbmNsdXNpb25Qcm9vZlJlcXVlc3QaHi5zdmMuY29udGV4dC52MS5JbmNsdXNpb25Qcm9vZhJjChNHZXRDb25zaXN0ZW5jeVByb29mEiouc3ZjLmNvbnRleHQudjEuR2V0Q29uc2lzdGVuY3lQcm9vZlJlcXVlc3QaIC5zdmMuY29udGV4dC52MS5Db25zaXN0ZW5jeVByb29mYgZwcm90bzM");
 
 /**
  * RequestContextRequest asks for the context of one task.
@@ -157,6 +157,13 @@ export type RequestContextResponse = Message<"svc.context.v1.RequestContextRespo
    * @generated from field: repeated string context_bundle_ids = 12;
    */
   contextBundleIds: string[];
+
+  /**
+   * The audit record's leaf in the transparency log (set on success and on refusal).
+   *
+   * @generated from field: optional int64 audit_leaf_index = 13;
+   */
+  auditLeafIndex?: bigint | undefined;
 };
 
 /**
@@ -290,6 +297,187 @@ export const ContextMessageSchema: GenMessage<ContextMessage> = /*@__PURE__*/
   messageDesc(file_context, 3);
 
 /**
+ * GetCheckpointRequest asks for the latest checkpoint.
+ *
+ * @generated from message svc.context.v1.GetCheckpointRequest
+ */
+export type GetCheckpointRequest = Message<"svc.context.v1.GetCheckpointRequest"> & {
+};
+
+/**
+ * Describes the message svc.context.v1.GetCheckpointRequest.
+ * Use `create(GetCheckpointRequestSchema)` to create a new message.
+ */
+export const GetCheckpointRequestSchema: GenMessage<GetCheckpointRequest> = /*@__PURE__*/
+  messageDesc(file_context, 4);
+
+/**
+ * GetCheckpointResponse is the latest checkpoint.
+ *
+ * @generated from message svc.context.v1.GetCheckpointResponse
+ */
+export type GetCheckpointResponse = Message<"svc.context.v1.GetCheckpointResponse"> & {
+  /**
+   * The signed note, with the witnesses' cosignature lines, as the REST endpoint serves it.
+   *
+   * @generated from field: string note = 1;
+   */
+  note: string;
+
+  /**
+   * The checkpoint's origin line.
+   *
+   * @generated from field: string origin = 2;
+   */
+  origin: string;
+
+  /**
+   * The number of leaves.
+   *
+   * @generated from field: uint64 tree_size = 3;
+   */
+  treeSize: bigint;
+
+  /**
+   * The RFC 9162 root hash (32 bytes).
+   *
+   * @generated from field: bytes root_hash = 4;
+   */
+  rootHash: Uint8Array;
+};
+
+/**
+ * Describes the message svc.context.v1.GetCheckpointResponse.
+ * Use `create(GetCheckpointResponseSchema)` to create a new message.
+ */
+export const GetCheckpointResponseSchema: GenMessage<GetCheckpointResponse> = /*@__PURE__*/
+  messageDesc(file_context, 5);
+
+/**
+ * GetInclusionProofRequest names a leaf by index or by a context request's id.
+ *
+ * @generated from message svc.context.v1.GetInclusionProofRequest
+ */
+export type GetInclusionProofRequest = Message<"svc.context.v1.GetInclusionProofRequest"> & {
+  /**
+   * @generated from oneof svc.context.v1.GetInclusionProofRequest.leaf
+   */
+  leaf: {
+    /**
+     * @generated from field: uint64 leaf_index = 1;
+     */
+    value: bigint;
+    case: "leafIndex";
+  } | {
+    /**
+     * @generated from field: string request_id = 2;
+     */
+    value: string;
+    case: "requestId";
+  } | { case: undefined; value?: undefined };
+
+  /**
+   * The tree size; unset means the latest checkpoint's.
+   *
+   * @generated from field: optional uint64 tree_size = 3;
+   */
+  treeSize?: bigint | undefined;
+};
+
+/**
+ * Describes the message svc.context.v1.GetInclusionProofRequest.
+ * Use `create(GetInclusionProofRequestSchema)` to create a new message.
+ */
+export const GetInclusionProofRequestSchema: GenMessage<GetInclusionProofRequest> = /*@__PURE__*/
+  messageDesc(file_context, 6);
+
+/**
+ * InclusionProof is an RFC 9162 audit path.
+ *
+ * @generated from message svc.context.v1.InclusionProof
+ */
+export type InclusionProof = Message<"svc.context.v1.InclusionProof"> & {
+  /**
+   * @generated from field: uint64 leaf_index = 1;
+   */
+  leafIndex: bigint;
+
+  /**
+   * @generated from field: uint64 tree_size = 2;
+   */
+  treeSize: bigint;
+
+  /**
+   * SHA-256 hashes from the leaf up.
+   *
+   * @generated from field: repeated bytes hashes = 3;
+   */
+  hashes: Uint8Array[];
+};
+
+/**
+ * Describes the message svc.context.v1.InclusionProof.
+ * Use `create(InclusionProofSchema)` to create a new message.
+ */
+export const InclusionProofSchema: GenMessage<InclusionProof> = /*@__PURE__*/
+  messageDesc(file_context, 7);
+
+/**
+ * GetConsistencyProofRequest asks for the proof between two tree sizes.
+ *
+ * @generated from message svc.context.v1.GetConsistencyProofRequest
+ */
+export type GetConsistencyProofRequest = Message<"svc.context.v1.GetConsistencyProofRequest"> & {
+  /**
+   * @generated from field: uint64 from = 1;
+   */
+  from: bigint;
+
+  /**
+   * The larger tree size; unset means the latest checkpoint's.
+   *
+   * @generated from field: optional uint64 to = 2;
+   */
+  to?: bigint | undefined;
+};
+
+/**
+ * Describes the message svc.context.v1.GetConsistencyProofRequest.
+ * Use `create(GetConsistencyProofRequestSchema)` to create a new message.
+ */
+export const GetConsistencyProofRequestSchema: GenMessage<GetConsistencyProofRequest> = /*@__PURE__*/
+  messageDesc(file_context, 8);
+
+/**
+ * ConsistencyProof is an RFC 9162 consistency proof.
+ *
+ * @generated from message svc.context.v1.ConsistencyProof
+ */
+export type ConsistencyProof = Message<"svc.context.v1.ConsistencyProof"> & {
+  /**
+   * @generated from field: uint64 from = 1;
+   */
+  from: bigint;
+
+  /**
+   * @generated from field: uint64 to = 2;
+   */
+  to: bigint;
+
+  /**
+   * @generated from field: repeated bytes hashes = 3;
+   */
+  hashes: Uint8Array[];
+};
+
+/**
+ * Describes the message svc.context.v1.ConsistencyProof.
+ * Use `create(ConsistencyProofSchema)` to create a new message.
+ */
+export const ConsistencyProofSchema: GenMessage<ConsistencyProof> = /*@__PURE__*/
+  messageDesc(file_context, 9);
+
+/**
  * ContextMessageType tells what a ContextMessage carries.
  *
  * @generated from enum svc.context.v1.ContextMessageType
@@ -380,4 +568,42 @@ export const ContextService: GenService<{
   },
 }> = /*@__PURE__*/
   serviceDesc(file_context, 0);
+
+/**
+ * TransparencyLogService serves the audit log's transparency log: its latest signed checkpoint
+ * (C2SP tlog-checkpoint in a C2SP signed note) and RFC 9162 inclusion and consistency
+ * proofs, the same as GET /api/audit/tlog/checkpoint, /api/audit/proof/inclusion and
+ * /api/audit/proof/consistency on the control plane. No credentials: checkpoints and
+ * proofs are public. INVALID_ARGUMENT for a leaf index not below the tree size or
+ * from > to; NOT_FOUND for a size past the latest checkpoint or an unknown request id.
+ *
+ * @generated from service svc.context.v1.TransparencyLogService
+ */
+export const TransparencyLogService: GenService<{
+  /**
+   * @generated from rpc svc.context.v1.TransparencyLogService.GetCheckpoint
+   */
+  getCheckpoint: {
+    methodKind: "unary";
+    input: typeof GetCheckpointRequestSchema;
+    output: typeof GetCheckpointResponseSchema;
+  },
+  /**
+   * @generated from rpc svc.context.v1.TransparencyLogService.GetInclusionProof
+   */
+  getInclusionProof: {
+    methodKind: "unary";
+    input: typeof GetInclusionProofRequestSchema;
+    output: typeof InclusionProofSchema;
+  },
+  /**
+   * @generated from rpc svc.context.v1.TransparencyLogService.GetConsistencyProof
+   */
+  getConsistencyProof: {
+    methodKind: "unary";
+    input: typeof GetConsistencyProofRequestSchema;
+    output: typeof ConsistencyProofSchema;
+  },
+}> = /*@__PURE__*/
+  serviceDesc(file_context, 1);
 

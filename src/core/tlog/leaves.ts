@@ -1,0 +1,52 @@
+/**
+ * The transparency log's leaves: every audit record (context requests and agent outputs) is
+ * one leaf, at its `leaf_index`. A leaf's data is the RFC 8785 canonical JSON of the record
+ * exactly as its read endpoint returns it (`GET /api/audit/requests` for a context request,
+ * `GET /api/audit/output/{output_id}` for an output), `leaf_index` included; the leaf hash is
+ * SHA-256(0x00 || data) (RFC 9162 2.1.1).
+ */
+import type { Db } from '../db/index.js';
+import { canonicalJson } from '../../shared/canonical-json.js';
+import { AUDIT_COLUMNS, toAuditRecord, type AuditRow } from '../audit/read.js';
+import { OUTPUT_COLUMNS, toAgentOutput, type OutputRow } from '../audit/output.js';
+
+/** One leaf: its index and its data (UTF-8 bytes of the canonical JSON). */
+export interface Leaf {
+  index: number;
+  data: Buffer;
+}
+
+/**
+ * The leaves `from` .. `from + count - 1` that exist, in order, stopping at the first index
+ * no record holds (the leaves after a gap are not returned: the tree grows only by a prefix).
+ */
+export async function readLeaves(db: Pick<Db, 'query'>, from: number, count: number): Promise<Leaf[]> {
+  const to = from + count;
+  const [requests, outputs] = await Promise.all([
+    db.query<AuditRow>(`SELECT ${AUDIT_COLUMNS} FROM agent_context_requests WHERE leaf_index >= $1 AND leaf_index < $2 ORDER BY leaf_index`, [from, to]),
+    db.query<OutputRow>(`SELECT ${OUTPUT_COLUMNS} FROM agent_output_logs WHERE leaf_index >= $1 AND leaf_index < $2 ORDER BY leaf_index`, [from, to]),
+  ]);
+  const out: Leaf[] = [];
+  let i = 0;
+  let j = 0;
+  for (let next = from; next < to; next++) {
+    const r = requests[i];
+    const o = outputs[j];
+    let record: unknown;
+    if (r && Number(r.leaf_index) === next) {
+      record = toAuditRecord(r);
+      i++;
+    } else if (o && Number(o.leaf_index) === next) {
+      record = toAgentOutput(o);
+      j++;
+    } else break;
+    out.push({ index: next, data: Buffer.from(canonicalJson(record), 'utf8') });
+  }
+  return out;
+}
+
+/** The number of leaves: one past the highest leaf index of either table (0 for none). */
+export async function leafCount(db: Pick<Db, 'query'>): Promise<number> {
+  const [r] = await db.query<{ n: number | string }>('SELECT svc_audit_next_leaf() AS n');
+  return Number(r!.n);
+}

@@ -1,0 +1,354 @@
+/**
+ * The transparency log over the audit log (issue 21): the tree integrated from committed
+ * records, the signed checkpoints, their export, and what the endpoints read (checkpoint,
+ * proofs, tiles, entry bundles, cosignatures).
+ *
+ * - One integrator at a time, whatever the number of processes: each integration runs in one
+ *   transaction holding pg_advisory_xact_lock(TLOG_LOCK); it reads the tree's size from the
+ *   stored tiles, the leaves after it (readLeaves: a gapless prefix), appends their hashes
+ *   (appendLeaves) and, when the tree grew past the latest checkpoint, signs and stores a new
+ *   checkpoint in the same transaction. Every process runs the loop; they take turns.
+ * - A checkpoint leaves the database after its commit: appended to
+ *   `$TLOG_EXPORT_DIR/checkpoints.jsonl` and POSTed to TLOG_CHECKPOINT_WEBHOOK (retried with
+ *   backoff, in the background, never on a request's path).
+ * - At start the tree is compared with the latest checkpoint published (database and export
+ *   file): a tree smaller than it, or with another root at its size, refuses to start.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { AppContext } from '../../shared/app-context.js';
+import { AppError } from '../../shared/errors.js';
+import type { Db } from '../db/index.js';
+import { leafCount, readLeaves } from './leaves.js';
+import { appendLeaves, consistencyProof, inclusionProof, leafHash, rootHash } from './merkle.js';
+import { newTileCache, tileReader, treeState, writeTiles, type TileCache } from './tiles.js';
+import { formatCheckpoint, parseCheckpoint } from './checkpoint.js';
+import { openNote, parseSignerKey, parseVerifierKey, signNote } from './note.js';
+import { parseWitnessVerifierKey, verifyCosignatureLine } from './cosignature.js';
+import { entryBundle } from './tile-path.js';
+
+/** The advisory lock key that serializes integration (the chain's is 7340100). */
+const TLOG_LOCK = 7_340_101;
+/** Most leaves integrated per transaction. */
+const CHUNK = 20_000;
+
+export interface Checkpoint {
+  treeSize: number;
+  root: Buffer;
+  /** The signed note as stored (the log's signature only). */
+  note: string;
+}
+
+type Query = Pick<Db, 'query'>;
+
+const asBuffer = (v: Uint8Array | string): Buffer => (typeof v === 'string' ? Buffer.from(v.replace(/^\\x/, ''), 'hex') : Buffer.from(v));
+
+/** The text of a note: everything up to and including the line before the blank line. */
+function noteText(note: string): string {
+  const i = note.indexOf('\n\n');
+  if (i < 0) throw new AppError('validation_error', 'The body is not a signed note (no blank line before the signatures)');
+  return note.slice(0, i + 1);
+}
+
+export class TransparencyLog {
+  readonly origin: string;
+  readonly verifierKey: string;
+  private readonly signerKey: string;
+  private readonly logKeyName: string;
+  private readonly cache: TileCache = newTileCache();
+  private readonly witnesses: Array<{ name: string; key: string }>;
+  private webhookQueue: string[] = [];
+  private webhookBusy = false;
+  private stopped = false;
+
+  constructor(private readonly ctx: Pick<AppContext, 'db' | 'config' | 'logger'>) {
+    const t = ctx.config.tlog;
+    this.signerKey = t.signingKey;
+    const signer = parseSignerKey(t.signingKey);
+    this.logKeyName = signer.name;
+    this.verifierKey = signer.verifierKey;
+    this.origin = t.origin ?? signer.name;
+    this.witnesses = t.witnessKeys.map((k) => ({ name: parseWitnessVerifierKey(k).name, key: k }));
+  }
+
+  /** Reads tiles through `db` with this log's cache of full tiles. */
+  reader(db: Query = this.ctx.db) {
+    return tileReader(db, this.cache);
+  }
+
+  /**
+   * Integrates every committed leaf not yet in the tree, then signs a checkpoint when the
+   * tree grew past the latest one. Returns the checkpoint made, or null.
+   */
+  async integrate(opts: { sign?: boolean } = {}): Promise<Checkpoint | null> {
+    const sign = opts.sign ?? true;
+    for (;;) {
+      const r = await this.ctx.db.tx(async (t) => {
+        await t.query('SELECT pg_advisory_xact_lock($1)', [TLOG_LOCK]);
+        const state = await treeState(t);
+        const leaves = await readLeaves(t, state.size, CHUNK);
+        let size = state.size;
+        if (leaves.length) {
+          const res = appendLeaves(state.size, state.lastTiles, leaves.map((l) => leafHash(l.data)));
+          await writeTiles(t, res.tiles);
+          size = res.size;
+        }
+        if (leaves.length === CHUNK) return { more: true as const };
+        if (!sign) return { more: false as const, made: null };
+        const last = await latestCheckpoint(t);
+        if (last && last.treeSize >= size) return { more: false as const, made: null };
+        const root = await rootHash(tileReader(t, this.cache), size);
+        const note = signNote(formatCheckpoint({ origin: this.origin, size, root }), this.signerKey);
+        await t.query('INSERT INTO audit_tlog_checkpoints (tree_size, root_hash, note) VALUES ($1, $2, $3)', [size, root, note]);
+        return { more: false as const, made: { treeSize: size, root, note } };
+      });
+      if (r.more) continue;
+      if (r.made) this.publish(r.made);
+      return r.made;
+    }
+  }
+
+  /** The checkpoint leaves the database: the export file and the webhook. */
+  private publish(c: Checkpoint): void {
+    const { exportDir, checkpointWebhook } = this.ctx.config.tlog;
+    if (exportDir) {
+      try {
+        fs.mkdirSync(exportDir, { recursive: true });
+        fs.appendFileSync(path.join(exportDir, 'checkpoints.jsonl'), JSON.stringify({ tree_size: c.treeSize, root: c.root.toString('base64'), note: c.note }) + '\n');
+      } catch (e) {
+        this.ctx.logger.error('checkpoint export failed', { error: e as Error, tree_size: c.treeSize });
+      }
+    }
+    if (checkpointWebhook) {
+      this.webhookQueue.push(c.note);
+      if (this.webhookQueue.length > 1000) this.webhookQueue.shift();
+      void this.drainWebhook(checkpointWebhook);
+    }
+  }
+
+  private async drainWebhook(url: string): Promise<void> {
+    if (this.webhookBusy) return;
+    this.webhookBusy = true;
+    try {
+      let delay = 500;
+      while (this.webhookQueue.length && !this.stopped) {
+        const note = this.webhookQueue[0]!;
+        try {
+          const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'text/plain; charset=utf-8' }, body: note, signal: AbortSignal.timeout(10_000) });
+          await res.body?.cancel();
+          if (!res.ok) throw new Error(`status ${res.status}`);
+          this.webhookQueue.shift();
+          delay = 500;
+        } catch (e) {
+          this.ctx.logger.warn('checkpoint webhook failed; retrying', { reason: (e as Error).message, retry_in_ms: delay });
+          await new Promise((r) => setTimeout(r, delay).unref());
+          delay = Math.min(delay * 2, 60_000);
+        }
+      }
+    } finally {
+      this.webhookBusy = false;
+    }
+  }
+
+  /**
+   * Start-up check: integrates, then compares the tree with the latest checkpoint published
+   * (the database's and the export file's). Throws, naming the checkpoint, when the tree is
+   * smaller or has another root at that size.
+   */
+  async checkAgainstPublished(): Promise<void> {
+    // What was published before this start, read before anything new is signed.
+    const published: Array<{ where: string; size: number; root: Buffer }> = [];
+    const db = await latestCheckpoint(this.ctx.db);
+    if (db) published.push({ where: 'the database', size: db.treeSize, root: db.root });
+    const file = this.ctx.config.tlog.exportDir ? path.join(this.ctx.config.tlog.exportDir, 'checkpoints.jsonl') : null;
+    const last = file ? lastExported(file) : null;
+    if (last) published.push({ where: file!, size: last.tree_size, root: Buffer.from(last.root, 'base64') });
+    await this.integrate({ sign: false });
+    const { size: treeSize } = await treeState(this.ctx.db);
+    // The records must still hold every leaf of the tree, and the tree every published leaf.
+    const size = Math.min(treeSize, await leafCount(this.ctx.db));
+    for (const p of published) {
+      const name = `checkpoint ${this.origin} tree_size ${p.size} root ${p.root.toString('base64')} (from ${p.where})`;
+      if (size < p.size) throw new Error(`transparency log: the log has ${size} leaves, fewer than the published ${name}: records were removed`);
+      const root = await rootHash(this.reader(), p.size);
+      if (!root.equals(p.root)) throw new Error(`transparency log: the tree at size ${p.size} has root ${root.toString('base64')}, not the published ${name}: records were rewritten`);
+    }
+  }
+
+  /** Runs integration every TLOG_CHECKPOINT_INTERVAL_MS; returns the stop function. */
+  startLoop(): () => Promise<void> {
+    let running: Promise<unknown> = Promise.resolve();
+    const timer = setInterval(() => {
+      running = running.then(() =>
+        this.integrate().catch((e) => {
+          if (!this.stopped) this.ctx.logger.error('transparency log integration failed', { error: e as Error });
+        }),
+      );
+    }, this.ctx.config.tlog.checkpointIntervalMs);
+    timer.unref();
+    return async () => {
+      clearInterval(timer);
+      await running;
+      // What was committed before the stop is covered by a checkpoint.
+      await this.integrate().catch(() => undefined);
+      this.stopped = true;
+    };
+  }
+
+  /** The served checkpoint: the latest signed note with the witnesses' cosignature lines. */
+  async servedCheckpoint(): Promise<{ checkpoint: Checkpoint; served: string } | null> {
+    const c = await latestCheckpoint(this.ctx.db);
+    if (!c) return null;
+    const lines = await this.ctx.db.query<{ line: string }>('SELECT line FROM audit_tlog_cosignatures WHERE tree_size = $1 ORDER BY key_name', [c.treeSize]);
+    return { checkpoint: c, served: c.note + lines.map((l) => l.line + '\n').join('') };
+  }
+
+  /** The size proofs default to and may not exceed: the latest checkpoint's. */
+  private async checkpointSize(): Promise<number> {
+    const c = await latestCheckpoint(this.ctx.db);
+    return c ? c.treeSize : 0;
+  }
+
+  private async sizeWithin(size: number | undefined, name: string): Promise<number> {
+    const max = await this.checkpointSize();
+    if (size === undefined) return max;
+    if (size > max) throw new AppError('not_found', `${name} ${size} is past the latest checkpoint (tree size ${max})`);
+    return size;
+  }
+
+  async inclusion(q: { leafIndex?: number; requestId?: string; treeSize?: number }): Promise<{ leaf_index: number; tree_size: number; hashes: string[] }> {
+    if ((q.leafIndex === undefined) === (q.requestId === undefined)) {
+      throw new AppError('validation_error', 'Give exactly one of leaf_index and request_id', {
+        details: { errors: [{ path: '/query/leaf_index', rule: 'oneOf', message: 'exactly one of leaf_index and request_id is required' }] },
+      });
+    }
+    let index = q.leafIndex;
+    if (index === undefined) {
+      const [r] = await this.ctx.db.query<{ leaf_index: number | string }>('SELECT leaf_index FROM agent_context_requests WHERE request_id = $1', [q.requestId]);
+      if (!r) throw new AppError('not_found', 'No audit record has this request_id');
+      index = Number(r.leaf_index);
+    }
+    const size = await this.sizeWithin(q.treeSize, 'tree_size');
+    if (index >= size) {
+      throw new AppError(q.requestId !== undefined && q.treeSize === undefined ? 'not_found' : 'validation_error', `Leaf ${index} is not below the tree size ${size}`, {
+        details: { errors: [{ path: q.leafIndex !== undefined ? '/query/leaf_index' : '/query/tree_size', rule: 'range', message: 'the leaf index must be below the tree size' }] },
+      });
+    }
+    const hashes = await inclusionProof(this.reader(), index, size);
+    return { leaf_index: index, tree_size: size, hashes: hashes.map((h) => h.toString('base64')) };
+  }
+
+  async consistency(q: { from: number; to?: number }): Promise<{ from: number; to: number; hashes: string[] }> {
+    const to = await this.sizeWithin(q.to, 'to');
+    if (q.from > to) {
+      throw new AppError('validation_error', `from (${q.from}) is greater than to (${to})`, {
+        details: { errors: [{ path: '/query/from', rule: 'range', message: 'from must not be greater than to' }] },
+      });
+    }
+    const hashes = await consistencyProof(this.reader(), q.from, to);
+    return { from: q.from, to, hashes: hashes.map((h) => h.toString('base64')) };
+  }
+
+  /**
+   * A hash tile (level >= 0) or, with level 'entries', an entry bundle; width undefined for a
+   * full tile. 404 when the latest checkpoint does not cover it.
+   */
+  async tile(level: number | 'entries', index: number, width: number | undefined): Promise<Buffer> {
+    const size = await this.checkpointSize();
+    const l = level === 'entries' ? 0 : level;
+    const w = width ?? 256;
+    // Level-8L nodes complete in a tree of `size` leaves: floor(size / 256^L).
+    const nodes = Math.floor(size / 256 ** l);
+    if (index * 256 + w > nodes) throw new AppError('not_found', 'No such tile in the tree of the latest checkpoint');
+    if (level === 'entries') {
+      const leaves = await readLeaves(this.ctx.db, index * 256, w);
+      if (leaves.length !== w) throw new AppError('not_found', 'No such entry bundle');
+      return entryBundle(leaves.map((x) => x.data));
+    }
+    const data = Buffer.from(await this.reader()(l, index));
+    if (data.length < w * 32) throw new AppError('not_found', 'No such tile');
+    return data.subarray(0, w * 32);
+  }
+
+  /**
+   * A witness's cosignature: the note must be a checkpoint this log signed, and carry a line
+   * that verifies with a configured witness key. Returns whether it was new.
+   */
+  async addCosignature(note: string): Promise<{ created: boolean; treeSize: number; witness: string }> {
+    const text = noteText(note);
+    let opened;
+    try {
+      opened = openNote(note, [this.verifierKey]);
+    } catch (e) {
+      throw new AppError('validation_error', `The note is not a checkpoint this log signed: ${(e as Error).message}`);
+    }
+    if (!opened.verified.some((v) => v.name === this.logKeyName)) throw new AppError('validation_error', 'The note does not carry this log\'s signature');
+    let cp;
+    try {
+      cp = parseCheckpoint(text);
+    } catch (e) {
+      throw new AppError('validation_error', `The note is not a checkpoint: ${(e as Error).message}`);
+    }
+    if (cp.origin !== this.origin) throw new AppError('validation_error', `The checkpoint's origin is not ${this.origin}`);
+    const [stored] = await this.ctx.db.query<{ root_hash: Uint8Array | string }>('SELECT root_hash FROM audit_tlog_checkpoints WHERE tree_size = $1', [cp.size]);
+    if (!stored || !asBuffer(stored.root_hash).equals(Buffer.from(cp.root))) throw new AppError('validation_error', 'This log signed no checkpoint with this tree size and root');
+    const sigLines = note.slice(text.length + 1).split('\n').filter((l) => l.length > 0);
+    const others = sigLines.filter((l) => !l.startsWith(`\u2014 ${this.logKeyName} `));
+    if (!others.length) throw new AppError('validation_error', 'The note carries no witness signature line');
+    let known: { name: string; line: string } | null = null;
+    for (const line of others) {
+      const name = line.slice(2, line.indexOf(' ', 2));
+      for (const w of this.witnesses.filter((x) => x.name === name)) {
+        const v = verifyCosignatureLine(line, text, w.key);
+        if (v.ok) known = { name, line };
+        else if (!known) throw new AppError('validation_error', `The cosignature of ${name} does not verify: ${v.reason}`);
+      }
+      if (known) break;
+    }
+    if (!known) throw new AppError('forbidden', 'No signature line is by a configured witness key (TLOG_WITNESS_KEYS)');
+    const rows = await this.ctx.db.query('INSERT INTO audit_tlog_cosignatures (tree_size, key_name, line) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING tree_size', [cp.size, known.name, known.line]);
+    return { created: rows.length > 0, treeSize: cp.size, witness: known.name };
+  }
+}
+
+/** The last checkpoint appended to an export file (its last line; only the file's tail is read), or null. */
+function lastExported(file: string): { tree_size: number; root: string } | null {
+  let fd: number;
+  try {
+    fd = fs.openSync(file, 'r');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw e;
+  }
+  try {
+    const size = fs.fstatSync(fd).size;
+    const n = Math.min(size, 256 * 1024);
+    const buf = Buffer.alloc(n);
+    fs.readSync(fd, buf, 0, n, size - n);
+    const lines = buf.toString('utf8').split('\n').filter((l) => l.trim().length > 0);
+    for (let i = lines.length - 1; i >= 0; i--) {
+      try {
+        const v = JSON.parse(lines[i]!) as { tree_size?: unknown; root?: unknown };
+        if (typeof v.tree_size === 'number' && typeof v.root === 'string') return { tree_size: v.tree_size, root: v.root };
+      } catch {
+        // A line cut by the tail's start, or by a crash mid-append: the one before it.
+      }
+    }
+    throw new Error(`transparency log: ${file} holds no readable checkpoint line`);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** The latest stored checkpoint, or null. */
+export async function latestCheckpoint(db: Query): Promise<Checkpoint | null> {
+  const [r] = await db.query<{ tree_size: number | string; root_hash: Uint8Array | string; note: string }>(
+    'SELECT tree_size, root_hash, note FROM audit_tlog_checkpoints ORDER BY tree_size DESC LIMIT 1',
+  );
+  return r ? { treeSize: Number(r.tree_size), root: asBuffer(r.root_hash), note: r.note } : null;
+}
+
+/** The process's log (one per AppContext). */
+export function transparencyLog(ctx: AppContext): TransparencyLog {
+  return ctx.singleton('transparency-log', () => new TransparencyLog(ctx));
+}
