@@ -111,7 +111,8 @@ export function ed25519RawPublicKey(key: KeyObject): Buffer {
   return Buffer.from(spki.subarray(spki.length - 32));
 }
 
-function ed25519PublicKeyObject(raw: Uint8Array): KeyObject {
+/** The Ed25519 public key object of a 32-byte raw public key. */
+export function ed25519PublicKeyObject(raw: Uint8Array): KeyObject {
   return createPublicKey({ key: Buffer.concat([SPKI_ED25519_PREFIX, raw]), format: 'der', type: 'spki' });
 }
 
