@@ -1,9 +1,10 @@
 /**
- * The `svc` authoring CLI (bundle authoring only; the running system is driven through its
- * REST and gRPC APIs). Built on cac, which has no sub-commands: `svc bundle create` and
+ * The `svc` authoring CLI (bundle authoring, and the audit log's transparency checks: `svc
+ * audit`, `svc witness`; the running system is otherwise driven through its REST and gRPC APIs). Built on cac, which has no sub-commands: `svc bundle create` and
  * `svc config set` are registered as two-word commands and argv is joined to match.
  */
 import { cac, type CAC } from 'cac';
+import { AUDIT_SUBCOMMANDS, registerAudit } from './commands/audit.js';
 import { registerBundleCreate } from './commands/bundle-create.js';
 import { registerBundlePublish } from './commands/bundle-publish.js';
 import { registerBundleVersion } from './commands/bundle-version.js';
@@ -12,12 +13,14 @@ import { registerInfo } from './commands/info.js';
 import { registerInit } from './commands/init.js';
 import { registerNew } from './commands/new.js';
 import { registerValidate } from './commands/validate.js';
+import { registerWitness } from './commands/witness.js';
 import { setRawArgs } from './lib/argv.js';
 import { CliError, EXIT } from './lib/errors.js';
 import { err, out } from './lib/io.js';
 import { VERSION } from './lib/version.js';
 
 const GROUPS: Record<string, { description: string; subcommands: string[] }> = {
+  audit: { description: 'Check the audit transparency log: keys, checkpoints, inclusion and append-only proofs', subcommands: AUDIT_SUBCOMMANDS },
   bundle: { description: 'Create, version and publish bundles', subcommands: ['create', 'version', 'publish'] },
   config: { description: 'Show and change configuration', subcommands: CONFIG_SUBCOMMANDS },
 };
@@ -32,6 +35,8 @@ function build(): CAC {
   registerValidate(cli);
   registerConfig(cli);
   registerInfo(cli);
+  registerAudit(cli);
+  registerWitness(cli);
   cli.help((sections) => {
     sections[0] = { body: `svc ${VERSION}: author Structured Context Specification 0.3 bundles and SCDs` };
     const isGlobal = sections.some((s) => s.title === 'Commands');
@@ -51,7 +56,7 @@ function build(): CAC {
     if (examples) examples.body = examples.body.split('\n').map((l) => `  $ ${l}`).join('\n');
     sections.push({
       title: 'Exit codes',
-      body: '  0 success, 1 errors found or command refused, 2 warnings under --strict, 3 usage, 4 unreadable file',
+      body: '  0 success, 1 errors found or command refused, 2 warnings under --strict (svc witness: a split view), 3 usage, 4 unreadable file',
     });
   });
   return cli;

@@ -1,0 +1,106 @@
+/**
+ * The transparency log's HTTP API as the CLI reads it (spec/openapi-control-plane.yaml,
+ * tag "Transparency log"): checkpoint, key, tiles, entry bundles, proofs, cosignatures.
+ * Every failure is a CliError naming the URL and the HTTP status.
+ */
+import { entriesPath, tilePath } from '../../src/core/tlog/tile-path.js';
+import { CliError, usageError } from './errors.js';
+
+export interface TlogConnection {
+  endpoint: string;
+  adminKey?: string;
+  timeoutMs?: number;
+}
+
+/** The endpoint, admin key and timeout of a command: options first, then SVC_API_ENDPOINT / SVC_API_KEY. */
+export function connectionFrom(opts: { endpoint?: string; key?: string }): TlogConnection {
+  const endpoint = String(opts.endpoint ?? process.env.SVC_API_ENDPOINT ?? 'http://127.0.0.1:8000').replace(/\/+$/, '');
+  try {
+    const u = new URL(endpoint);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error();
+  } catch {
+    throw usageError(`endpoint '${endpoint}' is not an http(s) URL`);
+  }
+  const key = opts.key ?? process.env.SVC_API_KEY;
+  return { endpoint, adminKey: key ? String(key) : undefined, timeoutMs: 30000 };
+}
+
+export interface InclusionProofBody { leaf_index: number; tree_size: number; hashes: Buffer[] }
+export interface ConsistencyProofBody { from: number; to: number; hashes: Buffer[] }
+
+function decodeHashes(v: unknown, what: string): Buffer[] {
+  if (!Array.isArray(v)) throw new CliError(`${what}: hashes is not an array`);
+  return v.map((h, i) => {
+    const b = typeof h === 'string' ? Buffer.from(h, 'base64') : null;
+    if (!b || b.length !== 32 || b.toString('base64') !== h) throw new CliError(`${what}: hashes[${i}] is not the base64 of 32 bytes`);
+    return b;
+  });
+}
+
+export class TlogClient {
+  constructor(readonly conn: TlogConnection) {}
+
+  private async request(path: string, init: { method?: string; body?: string; admin?: boolean; accept?: string; contentType?: string } = {}): Promise<Response> {
+    const url = `${this.conn.endpoint}${path}`;
+    const headers: Record<string, string> = { accept: init.accept ?? '*/*' };
+    if (init.admin && this.conn.adminKey) headers['x-admin-key'] = this.conn.adminKey;
+    if (init.contentType) headers['content-type'] = init.contentType;
+    try {
+      return await fetch(url, { method: init.method ?? 'GET', headers, body: init.body, signal: AbortSignal.timeout(this.conn.timeoutMs ?? 30000) });
+    } catch (e) {
+      const cause = (e as { cause?: { code?: string; message?: string } }).cause;
+      throw new CliError(`cannot reach ${url}: ${cause?.code ?? cause?.message ?? (e as Error).message}`);
+    }
+  }
+
+  private async ok(path: string, init: Parameters<TlogClient['request']>[1] = {}): Promise<Response> {
+    const res = await this.request(path, init);
+    if (res.status === 200) return res;
+    const text = (await res.text().catch(() => '')).slice(0, 300);
+    const hint = res.status === 401 && init.admin ? (this.conn.adminKey ? ' (the admin key was refused)' : ' (an admin key is needed: --key or SVC_API_KEY)') : '';
+    throw new CliError(`GET ${this.conn.endpoint}${path}: HTTP ${res.status}${text ? ` ${text}` : ''}${hint}`);
+  }
+
+  async checkpoint(): Promise<string> {
+    return (await this.ok('/api/audit/tlog/checkpoint', { accept: 'text/plain' })).text();
+  }
+
+  async logKey(): Promise<string> {
+    return (await (await this.ok('/api/audit/tlog/key', { accept: 'text/plain' })).text()).trim();
+  }
+
+  /** A hash tile (width 256 or absent: full). */
+  async hashTile(level: number, index: number, width?: number): Promise<Buffer> {
+    const data = Buffer.from(await (await this.ok(`/api/audit/tlog/${tilePath(level, index, width)}`)).arrayBuffer());
+    const want = (width ?? 256) * 32;
+    if (data.length !== want) throw new CliError(`tile ${tilePath(level, index, width)}: ${data.length} bytes, want ${want}`);
+    return data;
+  }
+
+  /** An entry bundle (admin key). */
+  async entryBundle(index: number, width?: number): Promise<Buffer> {
+    return Buffer.from(await (await this.ok(`/api/audit/tlog/${entriesPath(index, width)}`, { admin: true })).arrayBuffer());
+  }
+
+  async inclusionProof(q: { leafIndex?: number; requestId?: string; treeSize: number }): Promise<InclusionProofBody> {
+    const p = new URLSearchParams();
+    if (q.leafIndex !== undefined) p.set('leaf_index', String(q.leafIndex));
+    if (q.requestId !== undefined) p.set('request_id', q.requestId);
+    p.set('tree_size', String(q.treeSize));
+    const body = (await (await this.ok(`/api/audit/proof/inclusion?${p}`, { accept: 'application/json' })).json()) as Record<string, unknown>;
+    if (!Number.isSafeInteger(body.leaf_index) || body.tree_size !== q.treeSize) throw new CliError(`inclusion proof: leaf_index ${String(body.leaf_index)} / tree_size ${String(body.tree_size)} is not what was asked`);
+    return { leaf_index: body.leaf_index as number, tree_size: q.treeSize, hashes: decodeHashes(body.hashes, 'inclusion proof') };
+  }
+
+  async consistencyProof(from: number, to: number): Promise<ConsistencyProofBody> {
+    const body = (await (await this.ok(`/api/audit/proof/consistency?from=${from}&to=${to}`, { accept: 'application/json' })).json()) as Record<string, unknown>;
+    if (body.from !== from || body.to !== to) throw new CliError(`consistency proof: from ${String(body.from)} to ${String(body.to)} is not what was asked (${from} to ${to})`);
+    return { from, to, hashes: decodeHashes(body.hashes, 'consistency proof') };
+  }
+
+  /** POSTs a cosigned note; resolves to the HTTP status and body text (201 stored, 200 already there). */
+  async postCosignature(note: string): Promise<{ status: number; body: string }> {
+    const res = await this.request('/api/audit/tlog/cosignature', { method: 'POST', body: note, contentType: 'text/plain; charset=utf-8', accept: 'application/json' });
+    return { status: res.status, body: await res.text() };
+  }
+}

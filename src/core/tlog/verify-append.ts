@@ -1,0 +1,146 @@
+/**
+ * Verifies, from a log's public tiles and entry bundles, that the tree of `to.size` leaves is
+ * the tree of `from.size` leaves plus new leaves that are all well-formed audit records:
+ *
+ * 1. seeds a TreeExtender with the rightmost hash tiles at the old size (read as prefixes of
+ *    the tiles at the new size, which every log serves) and checks they give the old root;
+ * 2. finds the last context request record before the new leaves (walking back from leaf
+ *    from.size - 1; each leaf read is authenticated, by the seed's leaf hashes or by an
+ *    inclusion proof in the old tree), where the chains continue from;
+ * 3. streams the entry bundles covering the new leaves, a few in flight, in order: each leaf
+ *    is hashed into the extender and its record rechecked (LeafRecordChecker);
+ * 4. checks the extender's root against the new root.
+ *
+ * Memory is constant in the number of leaves: one tile per level and the bundles in flight.
+ * The consistency proof between the two checkpoints is the caller's (it needs no leaves).
+ */
+import { HASH_SIZE, leafHash, TILE_WIDTH, verifyInclusion } from './merkle.js';
+import { LeafRecordChecker, parseLeafRecord, recordKind, tipOf, type ChainTip } from './record-check.js';
+import { parseEntryBundle } from './tile-path.js';
+import { rightmostTiles, TreeExtender } from './tree-extender.js';
+
+export interface TlogSource {
+  hashTile(level: number, index: number, width?: number): Promise<Uint8Array>;
+  entryBundle(index: number, width?: number): Promise<Uint8Array>;
+  inclusionProof(q: { leafIndex: number; treeSize: number }): Promise<{ hashes: Uint8Array[] }>;
+}
+
+export interface TreeHead { size: number; root: Uint8Array }
+
+export interface AppendReport {
+  ok: boolean;
+  /** The first failing leaf, when a leaf failed. */
+  leafIndex?: number;
+  reason?: string;
+  /** New leaves checked, of them context request records and output records. */
+  leaves: number;
+  requests: number;
+  outputs: number;
+}
+
+/** Width of tile/bundle `index` (at level `level`) in a tree of `size`: undefined when full. */
+function widthAt(level: number, index: number, size: number): number | undefined {
+  const per = TILE_WIDTH ** level;
+  const stored = Math.floor(size / per);
+  if (stored >= (index + 1) * TILE_WIDTH) return undefined;
+  return stored - index * TILE_WIDTH;
+}
+
+/** The bytes of tile (level, index) at size `at`, read from the log whose tree has `size` leaves. */
+async function tilePrefix(src: TlogSource, level: number, index: number, width: number, size: number): Promise<Uint8Array> {
+  const data = await src.hashTile(level, index, widthAt(level, index, size));
+  if (data.length < width * HASH_SIZE) throw new Error(`hash tile ${level}/${index} holds ${data.length} bytes, need ${width * HASH_SIZE}`);
+  return data.subarray(0, width * HASH_SIZE);
+}
+
+const sameBytes = (a: Uint8Array, b: Uint8Array) => a.length === b.length && Buffer.compare(a, b) === 0;
+
+export async function verifyAppend(src: TlogSource, from: TreeHead, to: TreeHead, opts: { concurrency?: number; onBundle?: (leavesDone: number) => void } = {}): Promise<AppendReport> {
+  const report: AppendReport = { ok: false, leaves: 0, requests: 0, outputs: 0 };
+  const fail = (reason: string, leafIndex?: number): AppendReport => Object.assign(report, { ok: false, reason, leafIndex });
+  const m = from.size;
+  const n = to.size;
+  if (n < m) return fail(`the tree shrank from ${m} to ${n} leaves`);
+
+  // 1. Seed.
+  const seed = new Map<number, Uint8Array>();
+  await Promise.all(rightmostTiles(m).map(async (t) => seed.set(t.level, await tilePrefix(src, t.level, t.index, t.width, n))));
+  const ext = new TreeExtender(m, seed);
+  if (!sameBytes(await ext.root(), from.root)) return fail(`the hash tiles at size ${m} do not give the old root`);
+  if (m === n) return sameBytes(from.root, to.root) ? Object.assign(report, { ok: true }) : fail(`same size ${n}, different roots`);
+
+  // 2. The chain tip before the new leaves.
+  const firstBundle = Math.floor(m / TILE_WIDTH);
+  const lastBundle = Math.ceil(n / TILE_WIDTH) - 1;
+  const fetchBundle = async (b: number): Promise<Buffer[]> => {
+    const want = widthAt(0, b, n) ?? TILE_WIDTH;
+    const entries = parseEntryBundle(await src.entryBundle(b, want === TILE_WIDTH ? undefined : want));
+    if (entries.length !== want) throw new Error(`entry bundle ${b} holds ${entries.length} entries, want ${want}`);
+    return entries;
+  };
+  const seedLeaves = ext.lastLeafHashes();
+  let head: Buffer[] | null = m % TILE_WIDTH && firstBundle <= lastBundle ? await fetchBundle(firstBundle) : null;
+  let tip: ChainTip | null = null;
+  let chained = false;
+  for (let i = m - 1, bundle: Buffer[] | null = head, bundleIndex = firstBundle; i >= 0; i--) {
+    const b = Math.floor(i / TILE_WIDTH);
+    if (b !== bundleIndex || !bundle) {
+      bundle = await fetchBundle(b);
+      bundleIndex = b;
+    }
+    const data = bundle[i % TILE_WIDTH];
+    if (b === firstBundle) {
+      const k = i % TILE_WIDTH;
+      if (!sameBytes(leafHash(data), seedLeaves.subarray(k * HASH_SIZE, (k + 1) * HASH_SIZE))) return fail('the leaf data does not hash to the leaf hash in the old tree', i);
+    } else {
+      const proof = await src.inclusionProof({ leafIndex: i, treeSize: m });
+      if (!verifyInclusion(leafHash(data), i, m, proof.hashes, from.root)) return fail('the leaf data is not included in the old tree', i);
+    }
+    const r = parseLeafRecord(data);
+    if (typeof r === 'string') return fail(r, i);
+    if (recordKind(r) === 'request') {
+      tip = tipOf(r);
+      chained = tip !== null;
+      break;
+    }
+  }
+  const checker = new LeafRecordChecker(tip, chained);
+
+  // 3. Stream the new leaves.
+  const concurrency = Math.max(1, opts.concurrency ?? 8);
+  const window: Array<Promise<Buffer[]>> = [];
+  let next = firstBundle;
+  const launch = () => {
+    while (window.length < concurrency && next <= lastBundle) {
+      const b = next++;
+      const p = b === firstBundle && head ? Promise.resolve(head) : fetchBundle(b);
+      p.catch(() => {}); // awaited in order below; not an unhandled rejection meanwhile
+      window.push(p);
+    }
+  };
+  launch();
+  head = null; // the window holds it now
+  for (let b = firstBundle; b <= lastBundle; b++) {
+    const entries = await window.shift()!;
+    launch();
+    const hashes: Buffer[] = [];
+    for (let k = 0; k < entries.length; k++) {
+      const i = b * TILE_WIDTH + k;
+      if (i < m) continue; // an old leaf (the old root covers it)
+      const problem = checker.check(i, entries[k]);
+      if (problem) return fail(problem, i);
+      hashes.push(leafHash(entries[k]));
+    }
+    ext.append(hashes);
+    report.leaves += hashes.length;
+    opts.onBundle?.(report.leaves);
+  }
+  report.requests = checker.requests;
+  report.outputs = checker.outputs;
+
+  // 4. The new root.
+  if (ext.size !== n) return fail(`the entry bundles hold ${ext.size} leaves, the checkpoint ${n}`);
+  if (!sameBytes(await ext.root(), to.root)) return fail(`the root of the ${n} leaves recomputed from the old tiles and the new entries is not the checkpoint's root`);
+  report.ok = true;
+  return report;
+}
