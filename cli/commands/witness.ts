@@ -16,7 +16,7 @@ import { describe, fetchCheckpoint, resolveLogKey, verifyCheckpoint, type Verifi
 import { loadWitnessState, saveWitnessState } from '../lib/witness-state.js';
 
 /** Exit code of a split view (the two checkpoints and the proof are printed). */
-export const EXIT_CONFLICT = 2;
+const EXIT_CONFLICT = 2;
 
 export type WitnessDecision =
   | { action: 'cosign'; first: boolean }

@@ -64,7 +64,7 @@ export async function fetchCheckpoint(client: TlogClient, logKey: string): Promi
 }
 
 /** The JSON of a saved checkpoint file. */
-export interface SavedCheckpoint {
+interface SavedCheckpoint {
   origin: string;
   tree_size: number;
   root: string;
@@ -72,7 +72,7 @@ export interface SavedCheckpoint {
   log_key: string;
 }
 
-export function toSaved(c: VerifiedCheckpoint): SavedCheckpoint {
+function toSaved(c: VerifiedCheckpoint): SavedCheckpoint {
   return { origin: c.origin, tree_size: c.size, root: c.root.toString('base64'), note: c.note, log_key: c.logKey };
 }
 

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { CliError, EXIT } from './errors.js';
 import { verifyCheckpoint, writeFileAtomic, type VerifiedCheckpoint } from './tlog-trust.js';
 
-export interface WitnessState {
+interface WitnessState {
   log_key: string;
   /** The last checkpoint cosigned; null before the first. */
   checkpoint: { origin: string; tree_size: number; root: string; note: string } | null;

@@ -23,7 +23,7 @@ import { leafCount, readLeaves } from './leaves.js';
 import { appendLeaves, consistencyProof, inclusionProof, leafHash, rootHash } from './merkle.js';
 import { newTileCache, tileReader, treeState, writeTiles, type TileCache } from './tiles.js';
 import { formatCheckpoint, parseCheckpoint } from './checkpoint.js';
-import { openNote, parseSignerKey, parseVerifierKey, signNote } from './note.js';
+import { openNote, parseSignerKey, signNote } from './note.js';
 import { parseWitnessVerifierKey, verifyCosignatureLine } from './cosignature.js';
 import { entryBundle } from './tile-path.js';
 

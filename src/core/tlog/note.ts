@@ -13,9 +13,9 @@
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto';
 
 /** Signature type byte of Ed25519 note signatures. */
-export const ALG_ED25519 = 0x01;
+const ALG_ED25519 = 0x01;
 /** More signature lines than this make a note malformed (Go's limit; the spec asks for at least 16). */
-export const MAX_SIGNATURES = 100;
+const MAX_SIGNATURES = 100;
 
 const EM_DASH_PREFIX = '\u2014 ';
 
@@ -79,7 +79,7 @@ export function isValidKeyName(name: string): boolean {
 }
 
 /** SHA-256(name || 0x0A || type || publicKey)[:4] as an unsigned 32-bit integer. */
-export function keyId(name: string, type: number, publicKey: Uint8Array): number {
+function keyId(name: string, type: number, publicKey: Uint8Array): number {
   return createHash('sha256').update(name, 'utf8').update(Buffer.from([0x0a, type])).update(publicKey).digest().readUInt32BE(0);
 }
 
@@ -101,12 +101,12 @@ const PKCS8_ED25519_PREFIX = Buffer.from('302e020100300506032b657004220420', 'he
 const SPKI_ED25519_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
 
 /** The Ed25519 private key object of a 32-byte seed. */
-export function ed25519PrivateKey(seed: Uint8Array): KeyObject {
+function ed25519PrivateKey(seed: Uint8Array): KeyObject {
   return createPrivateKey({ key: Buffer.concat([PKCS8_ED25519_PREFIX, seed]), format: 'der', type: 'pkcs8' });
 }
 
 /** The raw 32-byte public key of an Ed25519 key object. */
-export function ed25519RawPublicKey(key: KeyObject): Buffer {
+function ed25519RawPublicKey(key: KeyObject): Buffer {
   const spki = (key.type === 'public' ? key : createPublicKey(key)).export({ format: 'der', type: 'spki' });
   return Buffer.from(spki.subarray(spki.length - 32));
 }
@@ -127,7 +127,7 @@ export function ed25519Verify(publicKey: KeyObject, msg: Uint8Array, sig: Uint8A
 }
 
 /** A fresh Ed25519 key pair as (seed, raw public key). */
-export function newEd25519Seed(): { seed: Buffer; publicKey: Buffer } {
+function newEd25519Seed(): { seed: Buffer; publicKey: Buffer } {
   const { privateKey, publicKey } = generateKeyPairSync('ed25519');
   const pkcs8 = privateKey.export({ format: 'der', type: 'pkcs8' });
   return { seed: Buffer.from(pkcs8.subarray(pkcs8.length - 32)), publicKey: ed25519RawPublicKey(publicKey) };
@@ -143,7 +143,7 @@ function chop(s: string, sep: string): [string, string] {
 }
 
 /** The verifier key string of `name` with Ed25519 public key `publicKey` and signature type `type`. */
-export function formatVerifierKey(name: string, type: number, publicKey: Uint8Array): string {
+function formatVerifierKey(name: string, type: number, publicKey: Uint8Array): string {
   if (!isValidKeyName(name)) throw new NoteError(`invalid key name ${JSON.stringify(name)}: it must be non-empty, with no spaces and no '+'`);
   const encoded = Buffer.concat([Buffer.from([type]), publicKey]);
   return `${name}+${hex8(keyId(name, type, publicKey))}+${encoded.toString('base64')}`;
@@ -261,7 +261,7 @@ function checkText(text: string): void {
 }
 
 /** The signature line of `text` by `signer` (no check of `text`; signNote checks it). */
-export function signatureLineFor(text: string, signer: ParsedSignerKey, message: Buffer = Buffer.from(text, 'utf8')): string {
+function signatureLineFor(text: string, signer: ParsedSignerKey, message: Buffer = Buffer.from(text, 'utf8')): string {
   return formatSignatureLine(signer.name, signer.keyHash, sign(null, message, signer.privateKey));
 }
 
