@@ -147,11 +147,22 @@ describe('verify whatever the storage order', () => {
     await load(rows);
     const { v } = await verify();
     expect(v).toMatchObject({ status: 'ok', record_count: LEGACY + N, legacy_record_count: LEGACY, first_chained_sequence: LEGACY + 1 });
-    // A legacy record after the first chained one: the chain no longer starts where it should.
+    // A legacy record after the first chained one: reported at its own sequence.
     const late = chain();
     late[at(late, 2)]!.chain_sequence = LEGACY + N + 5;
     await load(late);
-    expect((await verify()).v).toMatchObject({ status: 'tampered', tampered_at_sequence: LEGACY + N + 6, tampered_field_chain: 'record_hash' });
+    expect((await verify()).v).toMatchObject({ status: 'tampered', tampered_at_sequence: LEGACY + N + 5, tampered_field_chain: 'record_hash' });
+  });
+
+  it('reports a chained record relabelled as legacy at its own sequence (first chained, middle, last)', async () => {
+    for (const s of [LEGACY + 1, 20, LEGACY + N]) {
+      const rows = chain();
+      Object.assign(rows[at(rows, s)]!, { record_hash: 'LEGACY_PRE_AUDIT', previous_hash: 'LEGACY_PRE_AUDIT', content_hash: null });
+      await load(rows);
+      const { v } = await verify();
+      expect(v, `record ${s} relabelled`).toMatchObject({ status: 'tampered', tampered_at_sequence: s, tampered_field_chain: 'record_hash' });
+      expect(v.error).toMatch(/relabelled|missing/);
+    }
   });
 
   it('gives the same answers when records are not stored in chain order', async () => {

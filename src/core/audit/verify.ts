@@ -21,7 +21,7 @@
 import type postgres from 'postgres';
 import type { AppContext } from '../../shared/app-context.js';
 import { genesisHash } from '../../shared/app-context.js';
-import { LEGACY_SENTINEL } from './hash.js';
+import { computeRecordHash, LEGACY_SENTINEL, type ChainFields } from './hash.js';
 import { CopyBinaryReader, forEachCopyBinaryRow, int64, type RowHandler } from './copy-binary.js';
 import { ByteChainChecker, CHECK_COLUMNS, N_CHECK_COLUMNS } from './chain-check.js';
 import type { components } from '../../../gen/openapi/control-plane.js';
@@ -94,6 +94,36 @@ export async function verifyAudit(ctx: AppContext): Promise<AuditVerifyResult> {
   return { ...chains, status: chains.status === 'ok' && tree.status === 'ok' ? 'ok' : 'tampered', transparency_log: tree };
 }
 
+/**
+ * The sequence of a chained record labelled LEGACY_PRE_AUDIT (the failure there), when the
+ * chain's failure at `failedAt` is explained by one: a legacy record numbered after the first
+ * chained record (legacy records only ever precede the chain), or the legacy record just
+ * before the first chained one when its fields, chained from the genesis, give exactly the
+ * `previous_hash` its successor carries. Null otherwise.
+ */
+async function relabelled(db: AppContext['db'], first: number | null, failedAt: number, genesis: string): Promise<{ seq: number; chain: 'record_hash'; error: string } | null> {
+  const at = (seq: number) => ({ seq, chain: 'record_hash' as const, error: `record ${seq} is chained but labelled ${LEGACY_SENTINEL} (relabelled)` });
+  if (first !== null) {
+    const [late] = await db.query<{ s: number | string | null }>(
+      `SELECT min(chain_sequence) AS s FROM agent_context_requests WHERE record_hash = $1 AND chain_sequence > $2`,
+      [LEGACY_SENTINEL, first],
+    );
+    if (late?.s != null && Number(late.s) <= failedAt) return at(Number(late.s));
+  }
+  if (first === null || failedAt !== first) return null;
+  const rows = await db.query<Record<string, unknown>>(
+    `SELECT chain_sequence, request_id, agent_id, task_type, intent_valid, requested_at, previous_hash, record_hash FROM agent_context_requests
+      WHERE chain_sequence IN ($1, $2) ORDER BY chain_sequence`,
+    [first - 1, first],
+  );
+  const [prev, next] = rows;
+  if (!prev || !next || Number(prev.chain_sequence) !== first - 1 || prev.record_hash !== LEGACY_SENTINEL) return null;
+  const f = { chain_sequence: first - 1, request_id: String(prev.request_id), agent_id: (prev.agent_id as string | null) ?? null, task_type: String(prev.task_type), intent_valid: !!prev.intent_valid, requested_at: new Date(prev.requested_at as Date) };
+  // The first chained record follows the genesis: if the legacy record before it was that
+  // record, its fields chained from the genesis give the previous_hash its successor carries.
+  return computeRecordHash(f as ChainFields, genesis) === next.previous_hash ? at(first - 1) : null;
+}
+
 /** Verifies both chains. A mismatch is a result (`tampered`), never an exception. */
 export async function verifyAuditChain(ctx: Pick<AppContext, 'db' | 'clock'>, opts: VerifyOptions = {}): Promise<Omit<AuditVerifyResult, 'transparency_log'>> {
   const { db } = ctx;
@@ -157,7 +187,9 @@ export async function verifyAuditChain(ctx: Pick<AppContext, 'db' | 'clock'>, op
   } else if (g && checker.first !== null && genesisHash(g.deployment_id, g.initialized_at) !== g.genesis_hash) {
     checker.failure = { seq: checker.first, chain: 'record_hash', error: 'the genesis hash does not match its deployment_id and initialized_at' };
   }
-  const f = checker.failure;
+  // A chained record relabelled as legacy shows first as a break at the next record, or as a
+  // chain that starts after it: it is reported at its own sequence.
+  const f = checker.failure ? ((await relabelled(db, checker.first, checker.failure.seq, genesis)) ?? checker.failure) : null;
   return {
     status: f ? 'tampered' : 'ok',
     record_count: legacyCount + checker.count,
