@@ -92,7 +92,7 @@ describe('health and reflection on 8002', () => {
   });
 
   it('buf curl lists the services and methods from reflection alone (v1 and v1alpha)', async () => {
-    const want = ['grpc.health.v1.Health', 'grpc.reflection.v1.ServerReflection', 'grpc.reflection.v1alpha.ServerReflection', 'svc.context.v1.ContextService'];
+    const want = ['grpc.health.v1.Health', 'grpc.reflection.v1.ServerReflection', 'grpc.reflection.v1alpha.ServerReflection', 'svc.context.v1.ContextService', 'svc.context.v1.TransparencyLogService'];
     for (const reflect of ['grpc-v1', 'grpc-v1alpha']) {
       const services = await bufCurl(['--reflect-protocol', reflect, '--list-services', url]);
       expect(services.stderr).toBe('');
@@ -136,7 +136,7 @@ describe('health and reflection on 8002', () => {
       expect(answers[0].originalRequest.fileByFilename).toBe('context.proto');
       const ctxFile = fromBinary(FileDescriptorProtoSchema, Buffer.from(answers[0].fileDescriptorResponse.fileDescriptorProto[0], 'base64'));
       expect(ctxFile.package).toBe('svc.context.v1');
-      expect(ctxFile.service.map((s) => s.name)).toEqual(['ContextService']);
+      expect(ctxFile.service.map((s) => s.name)).toEqual(['ContextService', 'TransparencyLogService']);
       expect(fileNames(answers[1])).toEqual(['context.proto']);
       expect(fileNames(answers[2])).toEqual(['grpc/health/v1/health.proto']);
       expect(fileNames(answers[3])).toEqual(['context.proto']);
@@ -169,7 +169,7 @@ describe('health and reflection on 8002', () => {
     const r = await bufCurl(['-d', '{}', `${url}/grpc.health.v1.Health/List`]);
     expect(r.code).toBe(0);
     const { statuses } = JSON.parse(r.stdout);
-    expect(Object.keys(statuses).sort()).toEqual(['', 'grpc.health.v1.Health', 'grpc.reflection.v1.ServerReflection', 'grpc.reflection.v1alpha.ServerReflection', 'svc.context.v1.ContextService']);
+    expect(Object.keys(statuses).sort()).toEqual(['', 'grpc.health.v1.Health', 'grpc.reflection.v1.ServerReflection', 'grpc.reflection.v1alpha.ServerReflection', 'svc.context.v1.ContextService', 'svc.context.v1.TransparencyLogService']);
     for (const s of Object.values(statuses)) expect(s).toEqual({ status: 'SERVING' });
   });
 });

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { openConfiguredDb, StartupError } from '../../src/shared/app-context.js';
 import { loadConfig } from '../../src/shared/config.js';
 import { memoryLogger } from '../../src/shared/logger.js';
-import { createTestDb, REAL } from '../harness.js';
+import { createTestDb, REAL, TLOG_KEY } from '../harness.js';
 import { spawnApi } from '../audit/server-process.js';
 
 const root = path.resolve(__dirname, '../..');
@@ -36,7 +36,7 @@ describe('start-up refusals', () => {
     ['admin', 'is a known-weak value'],
     ['Tr0ub4dor&3', 'is shorter than 32 characters (11)'],
   ])('ADMIN_API_KEY=%s in production exits 1 naming the variable, never printing the key', (key, why) => {
-    const r = runMain({ NODE_ENV: 'production', ADMIN_API_KEY: key, JWT_SECRET: 'k9T2vQx7Lm4Rz8Wp1Ys6Nb3Hc5Jd0Fg2Ae7', DB_PASSWORD: 'x'.repeat(24), DEPLOYMENT_ID: '0b1d6a8e-4a4e-4d38-9d0e-3f3b7a1c2d4e', SVC_DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'svc-s-')) });
+    const r = runMain({ NODE_ENV: 'production', ADMIN_API_KEY: key, JWT_SECRET: 'k9T2vQx7Lm4Rz8Wp1Ys6Nb3Hc5Jd0Fg2Ae7', TLOG_SIGNING_KEY: TLOG_KEY.signerKey, DB_PASSWORD: 'x'.repeat(24), DEPLOYMENT_ID: '0b1d6a8e-4a4e-4d38-9d0e-3f3b7a1c2d4e', SVC_DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'svc-s-')) });
     expect(r.status).toBe(1);
     // Exactly the fixed message: no other output, so the key is nowhere in it.
     expect(r.stderr).toBe(`invalid configuration:\n  - ADMIN_API_KEY ${why}: use at least 32 random characters (for example admin_ followed by 24 random bytes in base64url), or leave it empty to turn the admin API off\n`);
@@ -46,7 +46,7 @@ describe('start-up refusals', () => {
     const r = runMain({
       DATABASE_URL: 'postgres://svc_app:url-password-0000@127.0.0.1:1/none',
       DB_PASSWORD: '',
-      JWT_SECRET: 'k9T2vQx7Lm4Rz8Wp1Ys6Nb3Hc5Jd0Fg2Ae7',
+      JWT_SECRET: 'k9T2vQx7Lm4Rz8Wp1Ys6Nb3Hc5Jd0Fg2Ae7', TLOG_SIGNING_KEY: TLOG_KEY.signerKey,
       DEPLOYMENT_ID: '0b1d6a8e-4a4e-4d38-9d0e-3f3b7a1c2d4e',
       SVC_DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'svc-s-')),
     });
@@ -70,7 +70,7 @@ describe('start-up refusals', () => {
     }
   }, 180_000);
   it.runIf(REAL)('connecting as a PostgreSQL superuser is refused', async () => {
-    const config = loadConfig({ DATABASE_URL: process.env.DATABASE_MIGRATION_URL || process.env.DATABASE_URL!, JWT_SECRET: 'k9T2vQx7Lm4Rz8Wp1Ys6Nb3Hc5Jd0Fg2Ae7', DB_PASSWORD: 'x'.repeat(24), DEPLOYMENT_ID: '0b1d6a8e-4a4e-4d38-9d0e-3f3b7a1c2d4e' });
+    const config = loadConfig({ DATABASE_URL: process.env.DATABASE_MIGRATION_URL || process.env.DATABASE_URL!, JWT_SECRET: 'k9T2vQx7Lm4Rz8Wp1Ys6Nb3Hc5Jd0Fg2Ae7', TLOG_SIGNING_KEY: TLOG_KEY.signerKey, DB_PASSWORD: 'x'.repeat(24), DEPLOYMENT_ID: '0b1d6a8e-4a4e-4d38-9d0e-3f3b7a1c2d4e' });
     await expect(openConfiguredDb(config, memoryLogger())).rejects.toThrow(StartupError);
     await expect(openConfiguredDb(config, memoryLogger())).rejects.toThrow(/superuser/);
   });

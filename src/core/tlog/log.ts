@@ -274,7 +274,8 @@ export class TransparencyLog {
    * A witness's cosignature: the note must be a checkpoint this log signed, and carry a line
    * that verifies with a configured witness key. Returns whether it was new.
    */
-  async addCosignature(note: string): Promise<{ created: boolean; treeSize: number; witness: string }> {
+  async addCosignature(note: string | undefined): Promise<{ created: boolean; treeSize: number; witness: string }> {
+    if (typeof note !== 'string' || note.length === 0) throw new AppError('validation_error', 'The body must be a signed checkpoint note (text/plain)');
     const text = noteText(note);
     let opened;
     try {
