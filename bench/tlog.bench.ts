@@ -25,10 +25,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { serve } from '@hono/node-server';
 import type { Bench } from './run.js';
-import { closedLoop, fmt, httpCaller, percentile } from './load-gen.js';
+import { closedLoop, cpuSeconds, fmt, httpCaller, percentile } from './load-gen.js';
 import { loadChain } from './audit.bench.js';
 import { benchAgent, caller } from './context.bench.js';
-import { ADMIN_KEY, createTestDb, REAL, testEnv, TLOG_KEY, type TestDb } from '../test/harness.js';
+import { ADMIN_KEY, createTestDb, REAL, testEnv, TLOG_KEY } from '../test/harness.js';
 import { spawnApi } from '../test/audit/server-process.js';
 import { benchCorpusDir, publishCorpus } from '../test/fixtures/corpus.js';
 import { createAppContext, ensureGenesis, systemClock } from '../src/shared/app-context.js';
@@ -171,7 +171,7 @@ async function proofBench(b: Bench): Promise<void> {
 }
 
 /** Runs `node --import tsx cli/main.ts args` and measures its wall time and peak RSS. */
-async function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string; seconds: number; peakMb: number; how: string }> {
+async function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string; seconds: number; peakMb: number; cpuS: number; how: string }> {
   const gnuTime = fs.existsSync('/usr/bin/time');
   const node = [process.execPath, '--import', 'tsx', 'cli/main.ts', ...args];
   const argv = gnuTime ? ['/usr/bin/time', '-v', ...node] : node;
@@ -197,7 +197,9 @@ async function runCli(args: string[], env: Record<string, string>): Promise<{ co
   if (poll) clearInterval(poll);
   const m = /Maximum resident set size \(kbytes\): (\d+)/.exec(stderr);
   const peakMb = gnuTime ? (m ? Number(m[1]) / 1024 : NaN) : polled;
-  return { code, stdout, stderr, seconds, peakMb, how: gnuTime ? 'GNU time -v, maximum resident set size' : 'VmHWM polled every 10 ms' };
+  const cpu = /User time \(seconds\): ([\d.]+)[\s\S]*System time \(seconds\): ([\d.]+)/.exec(stderr);
+  const cpuS = cpu ? Number(cpu[1]) + Number(cpu[2]) : NaN;
+  return { code, stdout, stderr, seconds, peakMb, cpuS, how: gnuTime ? 'GNU time -v, maximum resident set size' : 'VmHWM polled every 10 ms' };
 }
 
 /** 2. `svc audit verify --since` over VERIFY_LEAVES - 10 new leaves. */
@@ -231,6 +233,7 @@ async function verifySinceBench(b: Bench): Promise<void> {
     saveCheckpoint(since, verifyCheckpoint(old.note, TLOG_KEY.verifierKey));
     const proc = await spawnApi(t.appUrl!, deploymentId, { DATABASE_MIGRATION_URL: t.ownerUrl!, LOG_LEVEL: 'error' });
     try {
+      const cpu0 = cpuSeconds(proc.child.pid!);
       const r = await runCli(['audit', 'verify', '--since', since, '--endpoint', proc.url, '--log-key', TLOG_KEY.verifierKey], {
         HOME: dir,
         SVC_API_KEY: ADMIN_KEY,
@@ -239,6 +242,7 @@ async function verifySinceBench(b: Bench): Promise<void> {
       const status = r.code === 0 ? 'exit 0 (verified)' : `EXIT ${r.code}: ${(r.stderr.split('\n').find((l) => l.startsWith('svc:')) ?? r.stderr.slice(0, 500)).trim()}`;
       b.print(`${fmt((n - FIRST) / r.seconds)} leaves/s (${fmt(r.seconds, 2)} s) | svc audit verify --since, child process wall time, Node and tsx start-up included; ${status} | ${where} | target >= 500,000 leaves/s`);
       if (own) b.print(`${own[3]} leaves/s (${own[2]} s) | the same, the CLI's own figure (entry bundles fetched and rechecked, root recomputed; after the checkpoint and consistency proof) | ${where} | target >= 500,000 leaves/s`);
+      b.print(`${fmt(r.cpuS, 2)} s CPU in the CLI process, ${fmt(cpuSeconds(proc.child.pid!) - cpu0, 2)} s CPU in the server process, during the verify (user + system; where the time goes) | ${where}`);
       b.print(`${fmt(r.peakMb)} MB | peak RSS of the svc audit verify process (${r.how}) | ${where} | target < 256 MB`);
     } finally {
       await proc.stop();
