@@ -52,6 +52,7 @@ const HTTP_PROOFS = 300;
 /** Leaves appended per appendLeaves/writeTiles call while building the synthetic tree (256 full level-0 tiles). */
 const BUILD_BATCH = 65_536;
 const ORIGIN = parseSignerKey(TLOG_KEY.signerKey).name;
+const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
 
 /** A deterministic pseudo-random generator (mulberry32): the same leaves and pairs every run. */
 function rng(seed: number): () => number {
@@ -173,7 +174,8 @@ async function proofBench(b: Bench): Promise<void> {
 /** Runs `node --import tsx cli/main.ts args` and measures its wall time and peak RSS. */
 async function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string; seconds: number; peakMb: number; cpuS: number; how: string }> {
   const gnuTime = fs.existsSync('/usr/bin/time');
-  const node = [process.execPath, '--import', 'tsx', 'cli/main.ts', ...args];
+  // BENCH_NODE_ARGS: extra Node flags for the CLI and the server, as in the other benchmarks (--cpu-prof ...).
+  const node = [process.execPath, ...NODE_ARGS, '--import', 'tsx', 'cli/main.ts', ...args];
   const argv = gnuTime ? ['/usr/bin/time', '-v', ...node] : node;
   const t0 = performance.now();
   const child = spawn(argv[0]!, argv.slice(1), { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -231,7 +233,7 @@ async function verifySinceBench(b: Bench): Promise<void> {
 
     const since = path.join(dir, 'since.json');
     saveCheckpoint(since, verifyCheckpoint(old.note, TLOG_KEY.verifierKey));
-    const proc = await spawnApi(t.appUrl!, deploymentId, { DATABASE_MIGRATION_URL: t.ownerUrl!, LOG_LEVEL: 'error' });
+    const proc = await spawnApi(t.appUrl!, deploymentId, { DATABASE_MIGRATION_URL: t.ownerUrl!, LOG_LEVEL: 'error' }, ['api'], NODE_ARGS);
     try {
       const cpu0 = cpuSeconds(proc.child.pid!);
       const r = await runCli(['audit', 'verify', '--since', since, '--endpoint', proc.url, '--log-key', TLOG_KEY.verifierKey], {
