@@ -52,7 +52,7 @@ const COPY_COLUMNS = 'request_id, agent_id, task_type, request_params, intent_va
 const N = (v: unknown) => (v === null || v === undefined ? '\\N' : String(v));
 
 /** Where a loaded chain continues from: the first record's index (its leaf index, chain_sequence - 1) and the chain tip's two hashes. */
-export interface ChainStart {
+interface ChainStart {
   first: number;
   prevRh: string;
   prevCh: string;
