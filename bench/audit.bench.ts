@@ -48,19 +48,34 @@ function rssMb(pid: number): number {
   return m ? Number(m[1]) / 1024 : NaN;
 }
 
-const COPY_COLUMNS = 'request_id, agent_id, task_type, request_params, intent_valid, validation_errors, context_bundle_ids, context_scd_ids, processing_time_ms, requested_at, chain_sequence, previous_hash, record_hash, content_hash, chain_id, parent_request_id';
+const COPY_COLUMNS = 'request_id, agent_id, task_type, request_params, intent_valid, validation_errors, context_bundle_ids, context_scd_ids, processing_time_ms, requested_at, chain_sequence, previous_hash, record_hash, content_hash, chain_id, parent_request_id, leaf_index';
 const N = (v: unknown) => (v === null || v === undefined ? '\\N' : String(v));
 
-/** Generates `n` chained records and loads them as the owner; returns the seconds taken. */
-export async function loadChain(t: TestDb, n: number, genesis: string): Promise<number> {
+/** Where a loaded chain continues from: the first record's index (its leaf index, chain_sequence - 1) and the chain tip's two hashes. */
+interface ChainStart {
+  first: number;
+  prevRh: string;
+  prevCh: string;
+  /** requested_at of record i is baseMs + i (default: now - (first + n), so the last is about now). */
+  baseMs?: number;
+}
+
+/**
+ * Generates `n` chained records and loads them as the owner; returns the seconds taken.
+ * Record i carries chain_sequence i + 1 and leaf_index i: from the genesis by default, or
+ * continuing a chain loaded before (`start`, on a database holding no other audit record).
+ */
+export async function loadChain(t: TestDb, n: number, genesis: string, start?: ChainStart): Promise<number> {
   const t0 = performance.now();
   for (let i = 0; i < 100; i++) {
     await t.owner.query(`INSERT INTO agents (agent_id, name, role_id, created_by) VALUES ($1, $1, 'role:security', 'bench') ON CONFLICT DO NOTHING`, [`agent:bench-${i}`]);
   }
-  let prevRh = genesis;
-  let prevCh = genesis;
-  const base = Date.now() - n;
-  const lineOf = (i: number) => {
+  const first = start?.first ?? 0;
+  let prevRh = start?.prevRh ?? genesis;
+  let prevCh = start?.prevCh ?? genesis;
+  const base = start?.baseMs ?? Date.now() - (first + n);
+  const lineOf = (k: number) => {
+    const i = first + k;
     const f = fields(i, i + 1, new Date(base + i));
     const rh = computeRecordHash(f, prevRh);
     const ch = computeContentHash(f, prevCh);
@@ -81,6 +96,7 @@ export async function loadChain(t: TestDb, n: number, genesis: string): Promise<
       ch,
       '\\N',
       '\\N',
+      i,
     ].join('\t');
     prevRh = rh;
     prevCh = ch;
@@ -106,7 +122,7 @@ export async function loadChain(t: TestDb, n: number, genesis: string): Promise<
         await tx.query(
           `INSERT INTO agent_context_requests (${COPY_COLUMNS})
            SELECT c[1], c[2], c[3], nullif(c[4], '\\N')::jsonb, c[5]::boolean, nullif(c[6], '\\N')::jsonb, nullif(c[7], '\\N')::text[], nullif(c[8], '\\N')::text[],
-                  nullif(c[9], '\\N')::int, c[10]::timestamptz, c[11]::bigint, c[12], c[13], c[14], NULL, NULL
+                  nullif(c[9], '\\N')::int, c[10]::timestamptz, c[11]::bigint, c[12], c[13], c[14], NULL, NULL, c[17]::bigint
              FROM (SELECT string_to_array(l, E'\\t') AS c FROM unnest($1::text[]) AS l) x`,
           [rows],
         );

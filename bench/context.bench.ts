@@ -34,7 +34,7 @@ let helloCpuPerReq = NaN;
 
 type Call = (service: 'api', method: string, p: string, opts?: { body?: unknown; admin?: boolean; apiKey?: string }) => Promise<{ status: number; body: any }>;
 
-function caller(base: string): Call {
+export function caller(base: string): Call {
   return async (_s, method, p, o = {}) => {
     const headers: Record<string, string> = {};
     if (o.admin) headers['x-admin-key'] = ADMIN_KEY;
@@ -47,7 +47,7 @@ function caller(base: string): Call {
 }
 
 /** The benchmark agent (role:security, intent code_review) and its key. */
-async function benchAgent(call: Call): Promise<string> {
+export async function benchAgent(call: Call): Promise<string> {
   const agentId = `agent:bench-${randomUUID().slice(0, 8)}`;
   const a = await call('api', 'POST', '/api/agents', { admin: true, body: { agent_id: agentId, name: 'Benchmark agent', role_id: 'role:security', allowed_intents: ['code_review'] } });
   if (a.status !== 201) throw new Error(`create agent: ${a.status} ${JSON.stringify(a.body)}`);

@@ -1,0 +1,304 @@
+/**
+ * Transparency-log benchmarks (issue 21), PostgreSQL only:
+ *
+ * 1. Inclusion and consistency proofs at TLOG_BENCH_PROOF_LEAVES (10,000,000) leaves, p99
+ *    under 5 ms: a tree of synthetic leaf hashes (SHA-256 of the index; no records) built with
+ *    the product's appendLeaves/writeTiles into a freshly migrated database, one signed
+ *    checkpoint row at its size, then the domain verbs TransparencyLog.inclusion and
+ *    .consistency timed in process (cold: a new log, its tile cache empty; warm: the same
+ *    calls again), and the same over HTTP (the api service's app on a socket of this process,
+ *    without its start hook: its start check refuses a tree larger than the records).
+ * 2. `svc audit verify --since` over TLOG_BENCH_VERIFY_LEAVES (1,000,000) new leaves,
+ *    >= 500,000 leaves/s and < 256 MB: a chain of records bulk-loaded as audit.bench loads
+ *    it (leaf_index 0..N-1), integrated after its first 10 records (the saved checkpoint) and
+ *    again after the rest; the CLI runs as a child process against a spawned API, its wall
+ *    time and peak RSS measured (GNU time, else VmHWM polled from /proc).
+ * 3. Checkpoint lag under W1 for TLOG_BENCH_SECONDS (20): audited POST /api/context load on
+ *    a spawned API; for each record of the window, the first checkpoint covering it
+ *    (tree_size > leaf_index): its created_at - the record's requested_at, p50/p99/max.
+ */
+import { spawn } from 'node:child_process';
+import { hash, randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { serve } from '@hono/node-server';
+import type { Bench } from './run.js';
+import { closedLoop, cpuSeconds, fmt, httpCaller, percentile } from './load-gen.js';
+import { loadChain } from './audit.bench.js';
+import { benchAgent, caller } from './context.bench.js';
+import { ADMIN_KEY, createTestDb, REAL, testEnv, TLOG_KEY } from '../test/harness.js';
+import { spawnApi } from '../test/audit/server-process.js';
+import { benchCorpusDir, publishCorpus } from '../test/fixtures/corpus.js';
+import { createAppContext, ensureGenesis, systemClock } from '../src/shared/app-context.js';
+import { loadConfig } from '../src/shared/config.js';
+import { memoryLogger } from '../src/shared/logger.js';
+import { TransparencyLog } from '../src/core/tlog/log.js';
+import { appendLeaves, rootHash } from '../src/core/tlog/merkle.js';
+import { newTileCache, tileReader, treeState, writeTiles } from '../src/core/tlog/tiles.js';
+import { formatCheckpoint } from '../src/core/tlog/checkpoint.js';
+import { parseSignerKey, signNote } from '../src/core/tlog/note.js';
+import { saveCheckpoint, verifyCheckpoint } from '../cli/lib/tlog-trust.js';
+import { apiService } from '../src/api/index.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const PROOF_LEAVES = Number(process.env.TLOG_BENCH_PROOF_LEAVES ?? 10_000_000);
+const VERIFY_LEAVES = Number(process.env.TLOG_BENCH_VERIFY_LEAVES ?? 1_000_000);
+const LOAD_SECONDS = Number(process.env.TLOG_BENCH_SECONDS ?? 20);
+/** Proofs timed per kind and pass, in process; and over HTTP. */
+const PROOFS = 2000;
+const HTTP_PROOFS = 300;
+/** Leaves appended per appendLeaves/writeTiles call while building the synthetic tree (256 full level-0 tiles). */
+const BUILD_BATCH = 65_536;
+const ORIGIN = parseSignerKey(TLOG_KEY.signerKey).name;
+const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+
+/** A deterministic pseudo-random generator (mulberry32): the same leaves and pairs every run. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** p50/p99/max of latencies in ms. */
+function stats(ms: number[]): string {
+  const s = Float64Array.from(ms).sort();
+  return `p50 ${fmt(percentile(s, 50), 3)} ms, p99 ${fmt(percentile(s, 99), 3)} ms, max ${fmt(s[s.length - 1] ?? NaN, 3)} ms`;
+}
+
+async function timeEach<T>(items: readonly T[], one: (x: T) => Promise<unknown>): Promise<number[]> {
+  const out: number[] = [];
+  for (const x of items) {
+    const t0 = performance.now();
+    await one(x);
+    out.push(performance.now() - t0);
+  }
+  return out;
+}
+
+export default async function tlogBench(b: Bench): Promise<void> {
+  if (!b.real || !REAL) {
+    b.print('skipped: the transparency-log benchmarks run on PostgreSQL only (SVC_TEST_REAL=1 and DATABASE_URL)');
+    return;
+  }
+  await proofBench(b);
+  await verifySinceBench(b);
+  await checkpointLagBench(b);
+}
+
+/** 1. Proofs at PROOF_LEAVES leaves. */
+async function proofBench(b: Bench): Promise<void> {
+  const n = PROOF_LEAVES;
+  const where = `${n} leaves (synthetic hashes) | PostgreSQL`;
+  const t = await createTestDb();
+  const env = testEnv();
+  try {
+    // The tree, as the integrator stores it: batches of leaf hashes through appendLeaves and writeTiles.
+    const t0 = performance.now();
+    const idx = Buffer.alloc(8);
+    for (let from = 0; from < n; from += BUILD_BATCH) {
+      const count = Math.min(BUILD_BATCH, n - from);
+      const hashes = new Array<Buffer>(count);
+      for (let k = 0; k < count; k++) {
+        idx.writeBigUInt64BE(BigInt(from + k));
+        hashes[k] = hash('sha256', idx, 'buffer');
+      }
+      const state = await treeState(t.db);
+      if (state.size !== from) throw new Error(`tree size ${state.size}, expected ${from}`);
+      await writeTiles(t.db, appendLeaves(state.size, state.lastTiles, hashes).tiles);
+    }
+    const root = await rootHash(tileReader(t.db, newTileCache()), n);
+    const note = signNote(formatCheckpoint({ origin: ORIGIN, size: n, root }), TLOG_KEY.signerKey);
+    await t.db.query('INSERT INTO audit_tlog_checkpoints (tree_size, root_hash, note) VALUES ($1, $2, $3)', [n, root, note]);
+    await t.owner.query('ANALYZE audit_tlog_tiles');
+    const buildS = (performance.now() - t0) / 1000;
+    const [sz] = await t.owner.query<{ mb: number }>(`SELECT pg_total_relation_size('audit_tlog_tiles') / 1048576.0 AS mb`);
+    b.print(`${fmt(buildS, 1)} s (${fmt(n / buildS)} leaves/s) | build: appendLeaves + writeTiles in batches of ${BUILD_BATCH}, root, signed checkpoint (set-up, not a target); tiles ${fmt(Number(sz!.mb))} MB | ${where}`);
+
+    const config = loadConfig(env);
+    const ctx = await createAppContext(config, { logger: memoryLogger('warn'), db: t.db, skipMigrations: true });
+    try {
+      const r = rng(21);
+      const leaves = Array.from({ length: PROOFS }, () => Math.floor(r() * n));
+      const pairs = Array.from({ length: PROOFS }, () => {
+        const a = 1 + Math.floor(r() * (n - 1));
+        const c = 1 + Math.floor(r() * (n - 1));
+        return { from: Math.min(a, c), to: Math.max(a, c) };
+      });
+      const target = 'target p99 < 5 ms';
+      for (const kind of ['inclusion', 'consistency'] as const) {
+        // Cold: a new log (empty tile cache; PostgreSQL's buffers as the build left them). Warm: the same calls again.
+        const log = new TransparencyLog(ctx);
+        const one = kind === 'inclusion' ? (i: number) => log.inclusion({ leafIndex: leaves[i]!, treeSize: n }) : (i: number) => log.consistency(pairs[i]!);
+        const ids = leaves.map((_, i) => i);
+        const cold = await timeEach(ids, one);
+        const warm = await timeEach(ids, one);
+        const what = kind === 'inclusion' ? `TransparencyLog.inclusion({leafIndex, treeSize: ${n}}), ${PROOFS} random leaves` : `TransparencyLog.consistency({from, to}), ${PROOFS} random pairs`;
+        b.print(`${stats(cold)} | ${what}, in process, cold (new log, empty tile cache) | ${where} | ${target}`);
+        b.print(`${stats(warm)} | ${what}, in process, warm (the same calls again) | ${where} | ${target}`);
+      }
+      // Over HTTP: the api service's app (no start hook) on a socket of this process; client and server share its event loop.
+      const app = await apiService.createApp(ctx);
+      const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' });
+      await new Promise<void>((resolve) => (server.listening ? resolve() : server.once('listening', () => resolve())));
+      const port = (server.address() as { port: number }).port;
+      try {
+        const get = async (p: string) => {
+          const res = await fetch(`http://127.0.0.1:${port}${p}`);
+          const body = (await res.json()) as { hashes?: unknown[] };
+          if (res.status !== 200 || !Array.isArray(body.hashes)) throw new Error(`${p}: ${res.status} ${JSON.stringify(body)}`);
+        };
+        const hl = leaves.slice(0, HTTP_PROOFS).map((l) => `/api/audit/proof/inclusion?leaf_index=${l}&tree_size=${n}`);
+        const hc = pairs.slice(0, HTTP_PROOFS).map((p) => `/api/audit/proof/consistency?from=${p.from}&to=${p.to}`);
+        await timeEach(hl.slice(0, 20), get); // connection and JIT warm-up
+        b.print(`${stats(await timeEach(hl, get))} | GET /api/audit/proof/inclusion, ${HTTP_PROOFS} sequential calls (leaves of the in-process runs: warm cache) | ${where} | target p99 < 5 ms`);
+        b.print(`${stats(await timeEach(hc, get))} | GET /api/audit/proof/consistency, ${HTTP_PROOFS} sequential calls (pairs of the in-process runs) | ${where} | target p99 < 5 ms`);
+      } finally {
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+      }
+    } finally {
+      await ctx.close();
+    }
+  } finally {
+    await t.close();
+    fs.rmSync(env.SVC_DATA_DIR!, { recursive: true, force: true });
+  }
+}
+
+/** Runs `node --import tsx cli/main.ts args` and measures its wall time and peak RSS. */
+async function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string; seconds: number; peakMb: number; cpuS: number; how: string }> {
+  const gnuTime = fs.existsSync('/usr/bin/time');
+  // BENCH_NODE_ARGS: extra Node flags for the CLI and the server, as in the other benchmarks (--cpu-prof ...).
+  const node = [process.execPath, ...NODE_ARGS, '--import', 'tsx', 'cli/main.ts', ...args];
+  const argv = gnuTime ? ['/usr/bin/time', '-v', ...node] : node;
+  const t0 = performance.now();
+  const child = spawn(argv[0]!, argv.slice(1), { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
+  let polled = 0;
+  const poll = gnuTime
+    ? null
+    : setInterval(() => {
+        try {
+          const m = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${child.pid}/status`, 'utf8'));
+          if (m) polled = Math.max(polled, Number(m[1]) / 1024);
+        } catch {
+          /* exited */
+        }
+      }, 10);
+  const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+  const seconds = (performance.now() - t0) / 1000;
+  if (poll) clearInterval(poll);
+  const m = /Maximum resident set size \(kbytes\): (\d+)/.exec(stderr);
+  const peakMb = gnuTime ? (m ? Number(m[1]) / 1024 : NaN) : polled;
+  const cpu = /User time \(seconds\): ([\d.]+)[\s\S]*System time \(seconds\): ([\d.]+)/.exec(stderr);
+  const cpuS = cpu ? Number(cpu[1]) + Number(cpu[2]) : NaN;
+  return { code, stdout, stderr, seconds, peakMb, cpuS, how: gnuTime ? 'GNU time -v, maximum resident set size' : 'VmHWM polled every 10 ms' };
+}
+
+/** 2. `svc audit verify --since` over VERIFY_LEAVES - 10 new leaves. */
+async function verifySinceBench(b: Bench): Promise<void> {
+  const n = VERIFY_LEAVES;
+  const FIRST = 10;
+  const t = await createTestDb();
+  const env = testEnv();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-tlog-bench-'));
+  try {
+    const deploymentId = randomUUID();
+    await ensureGenesis(t.db, deploymentId, systemClock);
+    const [g] = await t.db.query<{ genesis_hash: string }>('SELECT genesis_hash FROM audit_chain_genesis');
+    const baseMs = Date.now() - n;
+    const log = new TransparencyLog({ db: t.db, config: loadConfig(env), logger: memoryLogger('warn') });
+    // The checkpoint the client saved: after the first records.
+    await loadChain(t, FIRST, g!.genesis_hash, { first: 0, prevRh: g!.genesis_hash, prevCh: g!.genesis_hash, baseMs });
+    const old = await log.integrate();
+    if (!old || old.treeSize !== FIRST) throw new Error(`expected a checkpoint at ${FIRST}, got ${old?.treeSize}`);
+    const [tip] = await t.db.query<{ record_hash: string; content_hash: string }>('SELECT record_hash, content_hash FROM agent_context_requests ORDER BY chain_sequence DESC LIMIT 1');
+    const loadS = await loadChain(t, n - FIRST, g!.genesis_hash, { first: FIRST, prevRh: tip!.record_hash, prevCh: tip!.content_hash, baseMs });
+    const t0 = performance.now();
+    const cur = await log.integrate();
+    const integrateS = (performance.now() - t0) / 1000;
+    if (!cur || cur.treeSize !== n) throw new Error(`expected a checkpoint at ${n}, got ${cur?.treeSize}`);
+    const where = `${n - FIRST} new leaves (checkpoint ${FIRST} -> ${n}) | PostgreSQL`;
+    b.print(`${fmt((n - FIRST) / loadS)} records/s | set-up: chain generation + COPY as owner (not a target) | ${where}`);
+    b.print(`${fmt((n - FIRST) / integrateS)} leaves/s (${fmt(integrateS, 1)} s) | TransparencyLog.integrate of the new records (tiles + signed checkpoint), in process | ${where}`);
+
+    const since = path.join(dir, 'since.json');
+    saveCheckpoint(since, verifyCheckpoint(old.note, TLOG_KEY.verifierKey));
+    const proc = await spawnApi(t.appUrl!, deploymentId, { DATABASE_MIGRATION_URL: t.ownerUrl!, LOG_LEVEL: 'error' }, ['api'], NODE_ARGS);
+    try {
+      const cpu0 = cpuSeconds(proc.child.pid!);
+      const r = await runCli(['audit', 'verify', '--since', since, '--endpoint', proc.url, '--log-key', TLOG_KEY.verifierKey], {
+        HOME: dir,
+        SVC_API_KEY: ADMIN_KEY,
+      });
+      const own = /(\d+) leaves in ([\d.]+) s \((\d+) leaves\/s\)/.exec(r.stdout);
+      const status = r.code === 0 ? 'exit 0 (verified)' : `EXIT ${r.code}: ${(r.stderr.split('\n').find((l) => l.startsWith('svc:')) ?? r.stderr.slice(0, 500)).trim()}`;
+      b.print(`${fmt((n - FIRST) / r.seconds)} leaves/s (${fmt(r.seconds, 2)} s) | svc audit verify --since, child process wall time, Node and tsx start-up included; ${status} | ${where} | target >= 500,000 leaves/s`);
+      if (own) b.print(`${own[3]} leaves/s (${own[2]} s) | the same, the CLI's own figure (entry bundles fetched and rechecked, root recomputed; after the checkpoint and consistency proof) | ${where} | target >= 500,000 leaves/s`);
+      b.print(`${fmt(r.cpuS, 2)} s CPU in the CLI process, ${fmt(cpuSeconds(proc.child.pid!) - cpu0, 2)} s CPU in the server process, during the verify (user + system; where the time goes) | ${where}`);
+      b.print(`${fmt(r.peakMb)} MB | peak RSS of the svc audit verify process (${r.how}) | ${where} | target < 256 MB`);
+    } finally {
+      await proc.stop();
+    }
+  } finally {
+    await t.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.rmSync(env.SVC_DATA_DIR!, { recursive: true, force: true });
+  }
+}
+
+/** 3. Checkpoint lag under W1 load for LOAD_SECONDS. */
+async function checkpointLagBench(b: Bench): Promise<void> {
+  const corpusDir = benchCorpusDir(b.print);
+  if (!corpusDir) return;
+  const t = await createTestDb();
+  const intervalMs = 1000;
+  const proc = await spawnApi(t.appUrl!, randomUUID(), { DATABASE_MIGRATION_URL: t.ownerUrl!, LOG_LEVEL: 'error', TLOG_CHECKPOINT_INTERVAL_MS: String(intervalMs) });
+  try {
+    const call = caller(proc.url);
+    await publishCorpus(call, { workload: 'W1', root: corpusDir });
+    const apiKey = await benchAgent(call);
+    const post = httpCaller(proc.url, '/api/context', { body: JSON.stringify({ task_type: 'code_review' }), headers: { 'x-api-key': apiKey }, sockets: 64 });
+    const from = new Date();
+    const load = await closedLoop(64, 0, LOAD_SECONDS * 1000, post);
+    const to = new Date();
+    // Wait until a checkpoint covers every record (the loop signs one every interval).
+    const deadline = Date.now() + 20 * intervalMs;
+    for (;;) {
+      const [c] = await t.db.query<{ covered: boolean }>(
+        'SELECT coalesce((SELECT max(tree_size) FROM audit_tlog_checkpoints), 0) > (SELECT max(leaf_index) FROM agent_context_requests) AS covered',
+      );
+      if (c!.covered || Date.now() > deadline) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    // requested_at is the audit writer's clock just before its batch's INSERT and commit (writer.ts);
+    // created_at is the checkpoint row's default, now(): the start of the integrating transaction.
+    const [s] = await t.db.query<{ n: number; uncovered: number; p50: number; p99: number; max: number; min: number; checkpoints: number }>(
+      `WITH w AS (SELECT leaf_index, requested_at FROM agent_context_requests WHERE requested_at >= $1 AND requested_at <= $2),
+            lag AS (SELECT extract(epoch FROM (c.created_at - w.requested_at)) * 1000 AS ms
+                      FROM w LEFT JOIN LATERAL (SELECT created_at FROM audit_tlog_checkpoints c WHERE c.tree_size > w.leaf_index ORDER BY c.tree_size LIMIT 1) c ON true)
+       SELECT count(*)::int AS n, count(*) FILTER (WHERE ms IS NULL)::int AS uncovered,
+              percentile_disc(0.5) WITHIN GROUP (ORDER BY ms)::float8 AS p50, percentile_disc(0.99) WITHIN GROUP (ORDER BY ms)::float8 AS p99,
+              max(ms)::float8 AS max, min(ms)::float8 AS min,
+              (SELECT count(*)::int FROM audit_tlog_checkpoints WHERE created_at >= $1 AND created_at <= $2) AS checkpoints
+         FROM lag`,
+      [from, to],
+    );
+    const where = `W1, 64 clients, ${LOAD_SECONDS} s, ${fmt(load.perSecond)} req/s (p99 ${fmt(load.p99, 1)} ms, statuses ${JSON.stringify(load.statuses)}), TLOG_CHECKPOINT_INTERVAL_MS=${intervalMs} | PostgreSQL`;
+    b.print(
+      `p50 ${fmt(s!.p50)} ms, p99 ${fmt(s!.p99)} ms, max ${fmt(s!.max)} ms | checkpoint lag: first covering checkpoint's created_at - record's requested_at, ${s!.n} records of the window (${s!.uncovered} not covered; min ${fmt(s!.min)} ms), ${s!.checkpoints} checkpoints in the window | ${where} | target p99 < 1,500 ms`,
+    );
+  } finally {
+    await proc.stop();
+    await t.close();
+  }
+}
