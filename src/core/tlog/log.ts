@@ -29,6 +29,8 @@ import { entryBundle } from './tile-path.js';
 
 /** The advisory lock key that serializes integration (the chain's is 7340100). */
 const TLOG_LOCK = 7_340_101;
+/** How long the latest checkpoint's size is reused by proofs before it is read again. */
+const CHECKPOINT_TTL_MS = 200;
 /** Most leaves integrated per transaction. */
 const CHUNK = 20_000;
 
@@ -71,9 +73,9 @@ export class TransparencyLog {
     this.witnesses = t.witnessKeys.map((k) => ({ name: parseWitnessVerifierKey(k).name, key: k }));
   }
 
-  /** Reads tiles through `db` with this log's cache of full tiles. */
-  reader(db: Query = this.ctx.db) {
-    return tileReader(db, this.cache);
+  /** Reads tiles through `db` with this log's tile cache (`size`: the tree size read within, see tileReader). */
+  reader(db: Query = this.ctx.db, size?: number) {
+    return tileReader(db, this.cache, size);
   }
 
   /**
@@ -203,14 +205,22 @@ export class TransparencyLog {
     return { checkpoint: c, served: c.note + lines.map((l) => l.line + '\n').join('') };
   }
 
-  /** The size proofs default to and may not exceed: the latest checkpoint's. */
-  private async checkpointSize(): Promise<number> {
+  /**
+   * The size proofs default to and may not exceed: the latest checkpoint's. Read at most every
+   * CHECKPOINT_TTL_MS (a proof against a checkpoint a moment old is as good), and again when a
+   * caller names a larger size (another process may have signed it since).
+   */
+  private async checkpointSize(atLeast = 0): Promise<number> {
+    const now = performance.now();
+    if (this.latest && now - this.latest.at < CHECKPOINT_TTL_MS && this.latest.size >= atLeast) return this.latest.size;
     const c = await latestCheckpoint(this.ctx.db);
-    return c ? c.treeSize : 0;
+    this.latest = { at: now, size: c ? c.treeSize : 0 };
+    return this.latest.size;
   }
+  private latest: { at: number; size: number } | null = null;
 
   private async sizeWithin(size: number | undefined, name: string): Promise<number> {
-    const max = await this.checkpointSize();
+    const max = await this.checkpointSize(size ?? 0);
     if (size === undefined) return max;
     if (size > max) throw new AppError('not_found', `${name} ${size} is past the latest checkpoint (tree size ${max})`);
     return size;
@@ -234,7 +244,7 @@ export class TransparencyLog {
         details: { errors: [{ path: q.leafIndex !== undefined ? '/query/leaf_index' : '/query/tree_size', rule: 'range', message: 'the leaf index must be below the tree size' }] },
       });
     }
-    const hashes = await inclusionProof(this.reader(), index, size);
+    const hashes = await inclusionProof(this.reader(this.ctx.db, size), index, size);
     return { leaf_index: index, tree_size: size, hashes: hashes.map((h) => h.toString('base64')) };
   }
 
@@ -245,7 +255,7 @@ export class TransparencyLog {
         details: { errors: [{ path: '/query/from', rule: 'range', message: 'from must not be greater than to' }] },
       });
     }
-    const hashes = await consistencyProof(this.reader(), q.from, to);
+    const hashes = await consistencyProof(this.reader(this.ctx.db, to), q.from, to);
     return { from: q.from, to, hashes: hashes.map((h) => h.toString('base64')) };
   }
 
@@ -254,9 +264,9 @@ export class TransparencyLog {
    * full tile. 404 when the latest checkpoint does not cover it.
    */
   async tile(level: number | 'entries', index: number, width: number | undefined): Promise<Buffer> {
-    const size = await this.checkpointSize();
     const l = level === 'entries' ? 0 : level;
     const w = width ?? 256;
+    const size = await this.checkpointSize(Math.min(Number.MAX_SAFE_INTEGER, (index * 256 + w) * 256 ** l));
     // Level-8L nodes complete in a tree of `size` leaves: floor(size / 256^L).
     const nodes = Math.floor(size / 256 ** l);
     if (index * 256 + w > nodes) throw new AppError('not_found', 'No such tile in the tree of the latest checkpoint');
@@ -265,7 +275,7 @@ export class TransparencyLog {
       if (leaves.length !== w) throw new AppError('not_found', 'No such entry bundle');
       return entryBundle(leaves.map((x) => x.data));
     }
-    const data = Buffer.from(await this.reader()(l, index));
+    const data = Buffer.from(await this.reader(this.ctx.db, size)(l, index));
     if (data.length < w * 32) throw new AppError('not_found', 'No such tile');
     return data.subarray(0, w * 32);
   }

@@ -17,17 +17,28 @@ const asBuffer = (v: Uint8Array | string): Buffer => (typeof v === 'string' ? Bu
 export type TileCache = LRUCache<string, Buffer>;
 export const newTileCache = (): TileCache => new LRUCache<string, Buffer>({ max: 4096 });
 
-/** Reads tiles through `db`; full ones come from (and go to) `fullTiles`, the cache of that database. */
-export function tileReader(db: Query, fullTiles: TileCache): ReadTile {
+/**
+ * Reads tiles through `db`; full ones come from (and go to) `cache`, the cache of that
+ * database. With `size` (a tree size the caller reads no further than: a checkpoint's), a
+ * partial tile is served from the cache too when the copy there already holds every hash of
+ * that tree (a tile only grows, so an older copy is a prefix of the current one).
+ */
+export function tileReader(db: Query, cache: TileCache, size?: number): ReadTile {
   return async (level, index) => {
     const key = `${level}/${index}`;
-    const cached = fullTiles.get(key);
-    if (cached) return cached;
+    const cached = cache.get(key);
+    if (cached && (cached.length === FULL_TILE_BYTES || (size !== undefined && cached.length >= bytesWithin(size, level, index)))) return cached;
     const [row] = await db.query<{ data: Uint8Array | string }>('SELECT data FROM audit_tlog_tiles WHERE level = $1 AND idx = $2', [level, index]);
     const data = row ? asBuffer(row.data) : Buffer.alloc(0);
-    if (data.length === FULL_TILE_BYTES) fullTiles.set(key, data);
+    if (data.length > 0 && (!cached || data.length >= cached.length)) cache.set(key, data);
     return data;
   };
+}
+
+/** The bytes of tile (level, index) that a tree of `size` leaves holds. */
+function bytesWithin(size: number, level: number, index: number): number {
+  const nodes = Math.floor(size / 256 ** level) - index * 256;
+  return Math.max(0, Math.min(256, nodes)) * 32;
 }
 
 /** The integrated tree's size (the number of leaf hashes stored) and each level's rightmost tile. */

@@ -1,0 +1,39 @@
+/**
+ * The integrator's own canonical JSON of an audit record (auditRecordJson) against the
+ * `canonicalize` package (RFC 8785) on records holding every kind of value a record can.
+ */
+import { describe, expect, it } from 'vitest';
+import { canonicalJson } from '../../shared/canonical-json.js';
+import type { AuditRecord } from '../audit/read.js';
+import { auditRecordJson } from './leaves.js';
+
+const tricky = ['', 'plain', 'ünïcode ✓', '"quoted" \\ back', 'line\nbreak\ttab', '\u0001\u001f\u007f', '\u2028\u2029', '😀 surrogate pair', '\uFFFD', '</script>'];
+
+function record(i: number): AuditRecord {
+  const t = (k: number) => tricky[(i + k) % tricky.length]!;
+  return {
+    request_id: `r-${t(0)}`,
+    agent_id: i % 3 ? `agent:${t(1)}` : null,
+    task_type: t(2),
+    request_params: i % 2 ? { [t(3)]: t(4), b: 'x', a: t(5), 'é': '1', A: '2' } : null,
+    intent_valid: i % 4 !== 0,
+    validation_errors: i % 5 ? null : { error_code: 'VALIDATION_ERROR', errors: [{ path: t(6), rule: 'x', message: t(7) }], n: 1.5, z: [3, 2e21, -0.25] },
+    context_bundle_ids: i % 3 ? [`bundle:${t(8)}:1.0.0`, 'bundle:b:2.0.0'] : null,
+    context_scd_ids: i % 3 ? [] : null,
+    processing_time_ms: i % 7 ? i * 13 : null,
+    requested_at: new Date(1_790_000_000_000 + i * 997).toISOString(),
+    chain_sequence: i + 1,
+    previous_hash: i ? 'a'.repeat(64) : 'LEGACY_PRE_AUDIT',
+    record_hash: i ? 'b'.repeat(64) : 'LEGACY_PRE_AUDIT',
+    content_hash: i ? 'c'.repeat(64) : null,
+    chain_id: i % 2 ? t(9) : null,
+    parent_request_id: i % 6 ? null : t(1),
+    leaf_index: i * 1_000_003,
+  };
+}
+
+describe('auditRecordJson', () => {
+  it('is the RFC 8785 canonical JSON of the record, for every kind of value', () => {
+    for (let i = 0; i < 500; i++) expect(auditRecordJson(record(i)), `record ${i}`).toBe(canonicalJson(record(i)));
+  });
+});
