@@ -37,3 +37,33 @@ describe('auditRecordJson', () => {
     for (let i = 0; i < 500; i++) expect(auditRecordJson(record(i)), `record ${i}`).toBe(canonicalJson(record(i)));
   });
 });
+
+describe('readLeaves', () => {
+  it('gives each record as the read endpoint returns it, in canonical JSON, whatever its ids hold', async () => {
+    const { createTestDb } = await import('../../../test/harness.js');
+    const { ensureGenesis, systemClock } = await import('../../shared/app-context.js');
+    const { memoryLogger } = await import('../../shared/logger.js');
+    const { AuditWriter } = await import('../audit/writer.js');
+    const { listAuditRequests } = await import('../audit/read.js');
+    const { readLeaves } = await import('./leaves.js');
+    const { randomUUID } = await import('node:crypto');
+    const t = await createTestDb();
+    try {
+      await ensureGenesis(t.db, randomUUID(), systemClock);
+      const w = new AuditWriter({ db: t.db, clock: systemClock, logger: memoryLogger() });
+      for (let i = 0; i < tricky.length; i++) {
+        const ids = [tricky[i]!, tricky[(i + 1) % tricky.length]!, `scd:${i}`];
+        await w.append({
+          requestId: randomUUID(), agentId: null, taskType: tricky[i]!, requestParams: i % 2 ? { [tricky[i]!]: 'v' } : null, intentValid: true,
+          validationErrors: null, contextBundleIds: ids, contextScdIds: i % 3 ? ids.slice(1) : null, processingTimeMs: i, chainId: null, parentRequestId: null,
+        });
+      }
+      const records = (await listAuditRequests({ db: t.db } as never, { limit: 100 })).records;
+      const leaves = await readLeaves(t.db, 0, 100);
+      expect(leaves.map((l) => l.index)).toEqual(records.map((r) => r.leaf_index));
+      for (let i = 0; i < records.length; i++) expect(leaves[i]!.data.toString('utf8')).toBe(canonicalJson(records[i]));
+    } finally {
+      await t.close();
+    }
+  });
+});

@@ -20,17 +20,32 @@ import { OUTPUT_COLUMNS, toAgentOutput, type OutputRow } from '../audit/output.j
  * with every kind of value.
  */
 export function auditRecordJson(r: AuditRecord): string {
+  return recordJson(r, JSON.stringify(r.context_bundle_ids), JSON.stringify(r.context_scd_ids));
+}
+
+/**
+ * The same, with the two id lists already as JSON text: the integrator has PostgreSQL write
+ * them (`array_to_json(...)::text`, whose escaping of text is JSON.stringify's: `\uXXXX` in
+ * lower case for control characters but the five short escapes, nothing else escaped), since
+ * the driver's parse of a text[] cost over a microsecond per element (a W2 record holds 56).
+ */
+function recordJson(r: Omit<AuditRecord, 'context_bundle_ids' | 'context_scd_ids'>, bundleIds: string, scdIds: string): string {
   const s = JSON.stringify;
   const obj = (v: Record<string, unknown> | null) => (v === null ? 'null' : canonicalJson(v));
   const num = (v: number | null) => (v === null ? 'null' : canonicalJson(v));
   return (
     `{"agent_id":${s(r.agent_id)},"chain_id":${s(r.chain_id)},"chain_sequence":${num(r.chain_sequence)},"content_hash":${s(r.content_hash)},` +
-    `"context_bundle_ids":${s(r.context_bundle_ids)},"context_scd_ids":${s(r.context_scd_ids)},"intent_valid":${r.intent_valid},` +
+    `"context_bundle_ids":${bundleIds},"context_scd_ids":${scdIds},"intent_valid":${r.intent_valid},` +
     `"leaf_index":${num(r.leaf_index)},"parent_request_id":${s(r.parent_request_id)},"previous_hash":${s(r.previous_hash)},` +
     `"processing_time_ms":${num(r.processing_time_ms)},"record_hash":${s(r.record_hash)},"request_id":${s(r.request_id)},` +
     `"request_params":${obj(r.request_params)},"requested_at":${s(r.requested_at)},"task_type":${s(r.task_type)},"validation_errors":${obj(r.validation_errors)}}`
   );
 }
+
+/** The audit columns, the two id lists as JSON text (see recordJson). */
+const LEAF_COLUMNS = `${AUDIT_COLUMNS.replace(/\bcontext_bundle_ids,|\bcontext_scd_ids,/g, '')},
+  array_to_json(context_bundle_ids)::text AS bundle_ids_json, array_to_json(context_scd_ids)::text AS scd_ids_json`;
+type LeafRow = Omit<AuditRow, 'context_bundle_ids' | 'context_scd_ids'> & { bundle_ids_json: string | null; scd_ids_json: string | null };
 
 /** One leaf: its index and its data (UTF-8 bytes of the canonical JSON). */
 export interface Leaf {
@@ -45,7 +60,7 @@ export interface Leaf {
 export async function readLeaves(db: Pick<Db, 'query'>, from: number, count: number): Promise<Leaf[]> {
   const to = from + count;
   const [requests, outputs] = await Promise.all([
-    db.query<AuditRow>(`SELECT ${AUDIT_COLUMNS} FROM agent_context_requests WHERE leaf_index >= $1 AND leaf_index < $2 ORDER BY leaf_index`, [from, to]),
+    db.query<LeafRow>(`SELECT ${LEAF_COLUMNS} FROM agent_context_requests WHERE leaf_index >= $1 AND leaf_index < $2 ORDER BY leaf_index`, [from, to]),
     db.query<OutputRow>(`SELECT ${OUTPUT_COLUMNS} FROM agent_output_logs WHERE leaf_index >= $1 AND leaf_index < $2 ORDER BY leaf_index`, [from, to]),
   ]);
   const out: Leaf[] = [];
@@ -56,7 +71,7 @@ export async function readLeaves(db: Pick<Db, 'query'>, from: number, count: num
     const o = outputs[j];
     let json: string;
     if (r && Number(r.leaf_index) === next) {
-      json = auditRecordJson(toAuditRecord(r));
+      json = recordJson(toAuditRecord({ ...r, context_bundle_ids: null, context_scd_ids: null }), r.bundle_ids_json ?? 'null', r.scd_ids_json ?? 'null');
       i++;
     } else if (o && Number(o.leaf_index) === next) {
       json = canonicalJson(toAgentOutput(o));
