@@ -118,7 +118,32 @@ async function subtreeHashFrom(read: ReadTile, level: number, index: number): Pr
         `need ${offset + count * HASH_SIZE} for the subtree at level ${level} index ${index}`,
     );
   }
+  if (data.length === FULL_TILE_BYTES && count > 1) return fullTileNode(data, level % TILE_HEIGHT, first % TILE_WIDTH >> level % TILE_HEIGHT);
   return hashUp(data, offset, count);
+}
+
+/**
+ * The inner nodes of full tiles, computed once per tile (a full tile never changes; callers
+ * keep the same bytes in their cache): levels 1..8 of the tile's 256 hashes, 255 hashes in all.
+ * Without it a proof at 10,000,000 leaves rehashed up to 255 hashes per tile level, about a
+ * millisecond of CPU per proof.
+ */
+const tileNodes = new WeakMap<Uint8Array, Buffer[]>();
+function fullTileNode(data: Uint8Array, level: number, index: number): Buffer {
+  let levels = tileNodes.get(data);
+  if (!levels) {
+    levels = [];
+    let below: Buffer[] = [];
+    for (let i = 0; i < TILE_WIDTH; i++) below.push(Buffer.from(data.buffer, data.byteOffset + i * HASH_SIZE, HASH_SIZE));
+    for (let l = 1; l <= TILE_HEIGHT; l++) {
+      const up: Buffer[] = [];
+      for (let i = 0; i < below.length; i += 2) up.push(nodeHash(below[i]!, below[i + 1]!));
+      levels[l] = Buffer.concat(up);
+      below = up;
+    }
+    tileNodes.set(data, levels);
+  }
+  return levels[level]!.subarray(index * HASH_SIZE, (index + 1) * HASH_SIZE);
 }
 
 /**
