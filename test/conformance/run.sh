@@ -42,8 +42,9 @@ export SVC_DATA_DIR="$work/data"
 read -r ADMIN_API_KEY JWT_SECRET DEPLOYMENT_ID COLLECTOR_HMAC_SECRET < <(
   node -e 'const c=require("crypto");const r=(n)=>c.randomBytes(n).toString("base64url");console.log("admin_"+r(24),r(48),c.randomUUID(),r(32))')
 export ADMIN_API_KEY JWT_SECRET DEPLOYMENT_ID COLLECTOR_HMAC_SECRET
+# The transparency log's signing key (`TLOG_SIGNING_KEY=<key>`, as an environment file takes it).
 TLOG_SIGNING_KEY="$(npx tsx cli/main.ts audit keygen --name svc.conformance/audit-log --signer-only)"
-export TLOG_SIGNING_KEY
+export TLOG_SIGNING_KEY="${TLOG_SIGNING_KEY#TLOG_SIGNING_KEY=}"
 export LOG_LEVEL="${LOG_LEVEL:-warn}"
 where="embedded default (PGlite, in-process broker, SQLite)"
 if [ -n "${DATABASE_URL:-}" ]; then
