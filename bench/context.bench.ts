@@ -135,7 +135,7 @@ async function realRun(b: Bench, corpusDir: string, external: boolean, helloRun:
     const logFile = path.join(os.tmpdir(), `svc-bench-${workload}-${process.pid}.log`);
     fs.rmSync(logFile, { force: true });
     // BENCH_TLOG_INTERVAL_MS: the transparency log's checkpoint interval (a large value all but stops its integrator, to measure its cost).
-    const tlogEnv = process.env.BENCH_TLOG_INTERVAL_MS ? { TLOG_CHECKPOINT_INTERVAL_MS: process.env.BENCH_TLOG_INTERVAL_MS } : {};
+    const tlogEnv: Record<string, string> = process.env.BENCH_TLOG_INTERVAL_MS ? { TLOG_CHECKPOINT_INTERVAL_MS: process.env.BENCH_TLOG_INTERVAL_MS } : {};
     const proc = await spawnApi(testDb.appUrl!, randomUUID(), { DATABASE_MIGRATION_URL: testDb.ownerUrl!, LOG_LEVEL: LOG_LEVEL, ...tlogEnv }, ['api', 'context-grpc'], NODE_ARGS, { logFile });
     try {
       const call = caller(proc.url);

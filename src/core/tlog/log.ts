@@ -21,7 +21,7 @@ import { AppError } from '../../shared/errors.js';
 import type { Db } from '../db/index.js';
 import { leafCount, readLeaves } from './leaves.js';
 import { appendLeaves, consistencyProof, inclusionProof, leafHash, rootHash } from './merkle.js';
-import { newTileCache, tileReader, treeState, writeTiles, type TileCache } from './tiles.js';
+import { asBuffer, newTileCache, tileReader, treeState, writeTiles, type TileCache } from './tiles.js';
 import { formatCheckpoint, parseCheckpoint } from './checkpoint.js';
 import { openNote, parseSignerKey, signNote } from './note.js';
 import { parseWitnessVerifierKey, verifyCosignatureLine } from './cosignature.js';
@@ -43,7 +43,6 @@ export interface Checkpoint {
 
 type Query = Pick<Db, 'query'>;
 
-const asBuffer = (v: Uint8Array | string): Buffer => (typeof v === 'string' ? Buffer.from(v.replace(/^\\x/, ''), 'hex') : Buffer.from(v));
 
 /** The text of a note: everything up to and including the line before the blank line. */
 function noteText(note: string): string {

@@ -11,7 +11,8 @@ const FULL_TILE_BYTES = 256 * 32;
 
 type Query = Pick<Db, 'query'>;
 
-const asBuffer = (v: Uint8Array | string): Buffer => (typeof v === 'string' ? Buffer.from(v.replace(/^\\x/, ''), 'hex') : Buffer.from(v.buffer, v.byteOffset, v.byteLength));
+/** A bytea as the drivers return it (a Uint8Array, or `\\x`-hex text) as a Buffer over the same bytes. */
+export const asBuffer = (v: Uint8Array | string): Buffer => (typeof v === 'string' ? Buffer.from(v.replace(/^\\x/, ''), 'hex') : Buffer.from(v.buffer, v.byteOffset, v.byteLength));
 
 /** Full tiles of one database by `level/index`: 8 KiB each, 4,096 of them at most (32 MiB). */
 export type TileCache = LRUCache<string, Buffer>;
