@@ -53,7 +53,8 @@ async function asTamperer(fn: (owner: Db) => Promise<void>) {
 }
 
 async function seqOf(n: number): Promise<Record<string, any>> {
-  const [r] = await t.owner.query('SELECT * FROM agent_context_requests WHERE chain_sequence = $1', [n]);
+  // leaf_hash as bytea's hex text, so the row survives JSON and jsonb_populate_record.
+  const [r] = await t.owner.query(`SELECT *, '\\x' || encode(leaf_hash, 'hex') AS leaf_hash FROM agent_context_requests WHERE chain_sequence = $1`, [n]);
   return r!;
 }
 

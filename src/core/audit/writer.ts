@@ -210,10 +210,23 @@ export class AuditWriter {
       // canonical texts already at hand.
       const rc = recordContentTail({ request_id: e.requestId, agent_id: e.agentId, task_type: e.taskType, intent_valid: e.intentValid }, iso);
       const cc = contentTailOf([r, a, t, p, v, err, bundles ? bundles.canonical : 'null', scds ? scds.canonical : 'null', m, at, c, pr]);
+      // The record's canonical JSON as GET /api/audit/requests returns it (its leaf in the
+      // transparency log), in five pieces around the values the database decides under the
+      // chain lock (chain_sequence, content_hash, leaf_index, previous_hash, record_hash):
+      // svc_audit_append (migration 0012) puts them in and stores the leaf hash.
+      const bj = bundles ? bundles.canonical : 'null';
+      const sj = scds ? scds.canonical : 'null';
+      const lj = JSON.stringify([
+        `{"agent_id":${a},"chain_id":${c},"chain_sequence":`,
+        `","context_bundle_ids":${bj},"context_scd_ids":${sj},"intent_valid":${v},"leaf_index":`,
+        `,"parent_request_id":${pr},"previous_hash":"`,
+        `","processing_time_ms":${m},"record_hash":"`,
+        `","request_id":${r},"request_params":${p},"requested_at":${at},"task_type":${t},"validation_errors":${err}}`,
+      ]);
       if (i) json += ',';
       json +=
         `{"r":${r},"a":${a},"t":${t},"p":${p},"v":${v},"e":${err},"b":${bundles ? bundles.literal : 'null'},"s":${scds ? scds.literal : 'null'},` +
-        `"m":${m},"at":${at},"c":${c},"pr":${pr},"rc":${JSON.stringify(rc)},"cc":${JSON.stringify(cc)}}`;
+        `"m":${m},"at":${at},"c":${c},"pr":${pr},"rc":${JSON.stringify(rc)},"cc":${JSON.stringify(cc)},"lj":${lj}}`;
     }
     json += ']';
     const [row] = await this.ctx.db.query<{ first_seq: number; first_leaf: number }>('SELECT first_seq, first_leaf FROM svc_audit_append($1::jsonb)', [json]);

@@ -62,6 +62,14 @@ describe('readLeaves', () => {
       const leaves = await readLeaves(t.db, 0, 100);
       expect(leaves.map((l) => l.index)).toEqual(records.map((r) => r.leaf_index));
       for (let i = 0; i < records.length; i++) expect(leaves[i]!.data.toString('utf8')).toBe(canonicalJson(records[i]));
+      // The leaf hash the database computed as it stored each record (migration 0012) is the
+      // hash of that same JSON, and is what the integrator reads.
+      const { leafHash } = await import('./merkle.js');
+      const { readLeafHashes } = await import('./leaves.js');
+      const stored = await readLeafHashes(t.db, 0, 100);
+      expect(stored.map((h) => h.toString('hex'))).toEqual(leaves.map((l) => leafHash(l.data).toString('hex')));
+      const nulls = await t.db.query('SELECT 1 FROM agent_context_requests WHERE leaf_hash IS NULL');
+      expect(nulls).toEqual([]);
     } finally {
       await t.close();
     }

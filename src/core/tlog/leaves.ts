@@ -6,6 +6,8 @@
  * SHA-256(0x00 || data) (RFC 9162 2.1.1).
  */
 import type { Db } from '../db/index.js';
+import { leafHash } from './merkle.js';
+import { asBuffer } from './tiles.js';
 import { canonicalJson } from '../../shared/canonical-json.js';
 import { AUDIT_COLUMNS, toAuditRecord, type AuditRecord, type AuditRow } from '../audit/read.js';
 import { OUTPUT_COLUMNS, toAgentOutput, type OutputRow } from '../audit/output.js';
@@ -86,4 +88,47 @@ export async function readLeaves(db: Pick<Db, 'query'>, from: number, count: num
 export async function leafCount(db: Pick<Db, 'query'>): Promise<number> {
   const [r] = await db.query<{ n: number | string }>('SELECT svc_audit_next_leaf() AS n');
   return Number(r!.n);
+}
+
+/**
+ * The leaf hashes `from` .. `from + count - 1` that exist, in order, stopping at the first
+ * index no record holds. A context request's comes from its `leaf_hash` column (computed by the
+ * database from the record's canonical JSON as it was stored, migration 0012): 40 bytes a
+ * record to read instead of the record. Outputs, and requests stored before that column,
+ * are read and hashed here (readLeaves).
+ */
+export async function readLeafHashes(db: Pick<Db, 'query'>, from: number, count: number): Promise<Buffer[]> {
+  const to = from + count;
+  const [requests, outputs] = await Promise.all([
+    db.query<{ leaf_index: number | string; leaf_hash: Uint8Array | string | null }>(
+      'SELECT leaf_index, leaf_hash FROM agent_context_requests WHERE leaf_index >= $1 AND leaf_index < $2 ORDER BY leaf_index',
+      [from, to],
+    ),
+    db.query<{ leaf_index: number | string }>('SELECT leaf_index FROM agent_output_logs WHERE leaf_index >= $1 AND leaf_index < $2 ORDER BY leaf_index', [from, to]),
+  ]);
+  const hashes: Array<Buffer | null> = [];
+  let i = 0;
+  let j = 0;
+  for (let next = from; next < to; next++) {
+    const r = requests[i];
+    if (r && Number(r.leaf_index) === next) {
+      hashes.push(r.leaf_hash === null ? null : asBuffer(r.leaf_hash));
+      i++;
+    } else if (outputs[j] && Number(outputs[j]!.leaf_index) === next) {
+      hashes.push(null);
+      j++;
+    } else break;
+  }
+  // The leaves without a stored hash, read whole, in runs.
+  for (let k = 0; k < hashes.length; k++) {
+    if (hashes[k] !== null) continue;
+    let end = k;
+    while (end < hashes.length && hashes[end] === null) end++;
+    const leaves = await readLeaves(db, from + k, end - k);
+    for (const l of leaves) hashes[l.index - from] = leafHash(l.data);
+    // A record gone between the two reads: the tree grows only by the prefix before it.
+    if (leaves.length !== end - k) return hashes.slice(0, k + leaves.length) as Buffer[];
+    k = end - 1;
+  }
+  return hashes as Buffer[];
 }

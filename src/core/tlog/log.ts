@@ -19,7 +19,7 @@ import path from 'node:path';
 import type { AppContext } from '../../shared/app-context.js';
 import { AppError } from '../../shared/errors.js';
 import type { Db } from '../db/index.js';
-import { leafCount, readLeaves } from './leaves.js';
+import { leafCount, readLeafHashes, readLeaves } from './leaves.js';
 import { appendLeaves, consistencyProof, inclusionProof, leafHash, rootHash } from './merkle.js';
 import { asBuffer, newTileCache, tileReader, treeState, writeTiles, type TileCache } from './tiles.js';
 import { formatCheckpoint, parseCheckpoint } from './checkpoint.js';
@@ -81,20 +81,23 @@ export class TransparencyLog {
    * Integrates every committed leaf not yet in the tree, then signs a checkpoint when the
    * tree grew past the latest one. Returns the checkpoint made, or null.
    */
-  async integrate(opts: { sign?: boolean } = {}): Promise<Checkpoint | null> {
+  async integrate(opts: { sign?: boolean; fromRecords?: boolean } = {}): Promise<Checkpoint | null> {
     const sign = opts.sign ?? true;
     for (;;) {
       const r = await this.ctx.db.tx(async (t) => {
         await t.query('SELECT pg_advisory_xact_lock($1)', [TLOG_LOCK]);
         const state = await treeState(t);
-        const leaves = await readLeaves(t, state.size, CHUNK);
+        // Normally the hash the database stored with each record; from the records themselves
+        // (fromRecords) at start, so that a tree rebuilt after its tables were emptied owes
+        // nothing to a column the records' rewriter could have left alone.
+        const hashes = opts.fromRecords ? (await readLeaves(t, state.size, CHUNK)).map((l) => leafHash(l.data)) : await readLeafHashes(t, state.size, CHUNK);
         let size = state.size;
-        if (leaves.length) {
-          const res = appendLeaves(state.size, state.lastTiles, leaves.map((l) => leafHash(l.data)));
+        if (hashes.length) {
+          const res = appendLeaves(state.size, state.lastTiles, hashes);
           await writeTiles(t, res.tiles);
           size = res.size;
         }
-        if (leaves.length === CHUNK) return { more: true as const };
+        if (hashes.length === CHUNK) return { more: true as const };
         if (!sign) return { more: false as const, made: null };
         const last = await latestCheckpoint(t);
         if (last && last.treeSize >= size) return { more: false as const, made: null };
@@ -164,7 +167,7 @@ export class TransparencyLog {
     const file = this.ctx.config.tlog.exportDir ? path.join(this.ctx.config.tlog.exportDir, 'checkpoints.jsonl') : null;
     const last = file ? lastExported(file) : null;
     if (last) published.push({ where: file!, size: last.tree_size, root: Buffer.from(last.root, 'base64') });
-    await this.integrate({ sign: false });
+    await this.integrate({ sign: false, fromRecords: true });
     const { size: treeSize } = await treeState(this.ctx.db);
     // The records must still hold every leaf of the tree, and the tree every published leaf.
     const size = Math.min(treeSize, await leafCount(this.ctx.db));
