@@ -341,20 +341,16 @@ describe('reads at 10,000,000 leaves', () => {
 });
 
 describe('appendLeaves speed', () => {
-  it('1,000,000 leaves in batches of 1,000', async () => {
-    const hs = Array.from({ length: 1_000_000 }, (_, i) => {
+  it('100,000 leaves in batches of 1,000 (past the first level-2 tile; its speed is a benchmark, bench/tlog.bench.ts)', async () => {
+    const hs = Array.from({ length: 100_000 }, (_, i) => {
       const b = Buffer.alloc(32);
       b.writeUInt32BE(i, 0);
       b.writeUInt32BE((i * 2654435761) >>> 0, 28);
       return b;
     });
     const s = new Store();
-    const t0 = performance.now();
     for (let i = 0; i < hs.length; i += 1_000) s.append(hs.slice(i, i + 1_000));
-    const ms = performance.now() - t0;
-    console.log(`appendLeaves: 1,000,000 leaves in batches of 1,000 took ${ms.toFixed(0)} ms`);
-    expect(s.size).toBe(1_000_000);
+    expect(s.size).toBe(100_000);
     expect(await rootHash(s.read, s.size)).toEqual(mthPlain(hs));
-    expect(ms).toBeLessThan(5_000);
   });
 });
