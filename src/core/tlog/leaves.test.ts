@@ -70,6 +70,18 @@ describe('readLeaves', () => {
       expect(stored.map((h) => h.toString('hex'))).toEqual(leaves.map((l) => leafHash(l.data).toString('hex')));
       const nulls = await t.db.query('SELECT 1 FROM agent_context_requests WHERE leaf_hash IS NULL');
       expect(nulls).toEqual([]);
+      // Verify's check of every stored leaf hash against its record (in SQL for records with no
+      // free-form object, here otherwise) agrees on every kind of text, and finds a change.
+      const { firstStoredHashMismatch } = await import('./leaves.js');
+      expect(await firstStoredHashMismatch(t.db)).toBeNull();
+      await t.owner.exec('ALTER TABLE agent_context_requests DISABLE TRIGGER USER');
+      await t.owner.query("UPDATE agent_context_requests SET task_type = task_type || 'x' WHERE leaf_index IN (4, 7)");
+      await t.owner.exec('ALTER TABLE agent_context_requests ENABLE TRIGGER USER');
+      expect(await firstStoredHashMismatch(t.db)).toBe(4);
+      await t.owner.exec('ALTER TABLE agent_context_requests DISABLE TRIGGER USER');
+      await t.owner.query("UPDATE agent_context_requests SET task_type = left(task_type, -1) WHERE leaf_index = 4");
+      await t.owner.exec('ALTER TABLE agent_context_requests ENABLE TRIGGER USER');
+      expect(await firstStoredHashMismatch(t.db)).toBe(7);
     } finally {
       await t.close();
     }

@@ -132,3 +132,48 @@ export async function readLeafHashes(db: Pick<Db, 'query'>, from: number, count:
   }
   return hashes as Buffer[];
 }
+
+/**
+ * The lowest leaf index whose stored `leaf_hash` is not the hash of its record as it is now
+ * (a record changed after it was stored, or a hash changed), or null. For records with no
+ * free-form object (request_params and validation_errors null: nearly all of them)
+ * PostgreSQL builds the canonical JSON itself and compares (its JSON escaping of text is
+ * JSON.stringify's, and `leaves.test.ts` checks the two agree on every kind of text); the
+ * others are read and compared here. Records with no stored hash are not this check's: the
+ * tree check recomputes theirs.
+ */
+export async function firstStoredHashMismatch(db: Pick<Db, 'query'>): Promise<number | null> {
+  const j = (col: string) => `coalesce(to_json(${col})::text, 'null')`;
+  const json =
+    `'{"agent_id":' || ${j('agent_id')} || ',"chain_id":' || ${j('chain_id')} || ',"chain_sequence":' || chain_sequence::text` +
+    ` || ',"content_hash":' || ${j('content_hash')} || ',"context_bundle_ids":' || coalesce(array_to_json(context_bundle_ids)::text, 'null')` +
+    ` || ',"context_scd_ids":' || coalesce(array_to_json(context_scd_ids)::text, 'null')` +
+    ` || ',"intent_valid":' || CASE WHEN intent_valid THEN 'true' ELSE 'false' END || ',"leaf_index":' || leaf_index::text` +
+    ` || ',"parent_request_id":' || ${j('parent_request_id')} || ',"previous_hash":' || ${j('previous_hash')}` +
+    ` || ',"processing_time_ms":' || coalesce(processing_time_ms::text, 'null') || ',"record_hash":' || ${j('record_hash')}` +
+    ` || ',"request_id":' || ${j('request_id')} || ',"request_params":null,"requested_at":"'` +
+    ` || to_char(requested_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '","task_type":' || ${j('task_type')}` +
+    ` || ',"validation_errors":null}'`;
+  const [inDb] = await db.query<{ l: number | string | null }>(
+    `SELECT min(leaf_index) AS l FROM agent_context_requests
+      WHERE leaf_hash IS NOT NULL AND request_params IS NULL AND validation_errors IS NULL
+        AND leaf_hash <> sha256('\\x00'::bytea || convert_to(${json}, 'UTF8'))`,
+  );
+  const first = inDb?.l == null ? null : Number(inDb.l);
+  for (let after = -1; ; ) {
+    const rows = await db.query<LeafRow & { leaf_hash: Uint8Array | string }>(
+      `SELECT ${LEAF_COLUMNS}, leaf_hash FROM agent_context_requests
+        WHERE leaf_hash IS NOT NULL AND (request_params IS NOT NULL OR validation_errors IS NOT NULL) AND leaf_index > $1
+        ORDER BY leaf_index LIMIT 5000`,
+      [after],
+    );
+    for (const r of rows) {
+      const idx = Number(r.leaf_index);
+      if (first !== null && idx >= first) return first;
+      const json = recordJson(toAuditRecord({ ...r, context_bundle_ids: null, context_scd_ids: null }), r.bundle_ids_json ?? 'null', r.scd_ids_json ?? 'null');
+      if (!leafHash(Buffer.from(json, 'utf8')).equals(asBuffer(r.leaf_hash))) return idx;
+    }
+    if (rows.length < 5000) return first;
+    after = Number(rows[rows.length - 1]!.leaf_index);
+  }
+}

@@ -7,10 +7,10 @@
  */
 import type { AppContext } from '../../shared/app-context.js';
 import type { components } from '../../../gen/openapi/control-plane.js';
-import { leafCount, readLeaves } from './leaves.js';
-import { EMPTY_ROOT, leafHash, nodeHash } from './merkle.js';
+import { firstStoredHashMismatch, leafCount, readLeafHashes } from './leaves.js';
+import { EMPTY_ROOT, nodeHash } from './merkle.js';
 import { treeState } from './tiles.js';
-import { latestCheckpoint, transparencyLog } from './log.js';
+import { latestCheckpoint, transparencyLog, type TransparencyLog } from './log.js';
 import { openNote } from './note.js';
 
 export type TreeVerifyResult = components['schemas']['TransparencyLogVerifyResult'];
@@ -56,35 +56,53 @@ export async function verifyTree(ctx: AppContext): Promise<TreeVerifyResult> {
       return result(null, `the latest checkpoint (tree size ${checkpoint.treeSize}) does not verify with the log's key: ${(e as Error).message}`);
     }
   }
-  const read = log.reader();
+  // Every stored leaf hash against its record (in the database, concurrently), then the
+  // stored hashes (recomputed where none is stored) against the tree and the checkpoint.
+  const storedP = firstStoredHashMismatch(ctx.db);
+  storedP.catch(() => {}); // awaited below
+  const treeFailure = await walkTree(ctx, count, state.size, checkpoint, log.reader());
+  const stored = await storedP;
+  if (stored !== null && (treeFailure === null || treeFailure.leaf === null || stored <= treeFailure.leaf)) {
+    return result(stored, `leaf ${stored}: the record is not what its leaf hash was computed from (the record or its leaf hash was changed)`);
+  }
+  if (treeFailure) return result(treeFailure.leaf, treeFailure.error);
+  if (state.size > count) return result(count, `the tree has ${state.size} leaves but only ${count} records exist: records were removed`);
+  if (checkpoint && checkpoint.treeSize > count) return result(count, `the latest checkpoint covers ${checkpoint.treeSize} leaves but only ${count} records exist: records were removed`);
+  return result(null, null);
+}
+
+/** The leaf hashes in order against the stored tiles and the checkpoint's root: the first failure, or null. */
+async function walkTree(
+  ctx: AppContext,
+  count: number,
+  treeSize: number,
+  checkpoint: Awaited<ReturnType<typeof latestCheckpoint>>,
+  read: ReturnType<TransparencyLog['reader']>,
+): Promise<{ leaf: number | null; error: string } | null> {
+  const rootMismatch = () => ({ leaf: null, error: `the records' root at the checkpoint's tree size ${checkpoint!.treeSize} is not the checkpoint's root: a record before it was changed` });
   const range = new CompactRange();
   let tile: Uint8Array | null = null;
   let tileIndex = -1;
   for (let from = 0; from < count; from += CHUNK) {
-    const leaves = await readLeaves(ctx.db, from, Math.min(CHUNK, count - from));
-    for (const l of leaves) {
-      if (checkpoint && range.size === checkpoint.treeSize && !range.root().equals(checkpoint.root)) {
-        return result(null, `the records' root at the checkpoint's tree size ${checkpoint.treeSize} is not the checkpoint's root: a record before it was changed`);
-      }
-      const h = leafHash(l.data);
-      if (l.index < state.size) {
-        if (l.index >> 8 !== tileIndex) {
-          tileIndex = Math.floor(l.index / 256);
+    const hashes = await readLeafHashes(ctx.db, from, Math.min(CHUNK, count - from));
+    for (let k = 0; k < hashes.length; k++) {
+      const index = from + k;
+      if (checkpoint && range.size === checkpoint.treeSize && !range.root().equals(checkpoint.root)) return rootMismatch();
+      const h = hashes[k]!;
+      if (index < treeSize) {
+        if (index >> 8 !== tileIndex) {
+          tileIndex = Math.floor(index / 256);
           tile = await read(0, tileIndex);
         }
-        const off = (l.index % 256) * 32;
+        const off = (index % 256) * 32;
         if (!tile || tile.length < off + 32 || !Buffer.from(tile.subarray(off, off + 32)).equals(h)) {
-          return result(l.index, `leaf ${l.index}: the record's hash is not the tree's leaf hash (the record or the tree was changed)`);
+          return { leaf: index, error: `leaf ${index}: the record's hash is not the tree's leaf hash (the record or the tree was changed)` };
         }
       }
       range.push(h);
     }
-    if (leaves.length < Math.min(CHUNK, count - from)) return result(from + leaves.length, `leaf ${from + leaves.length} is missing: no record has this leaf_index`);
+    if (hashes.length < Math.min(CHUNK, count - from)) return { leaf: from + hashes.length, error: `leaf ${from + hashes.length} is missing: no record has this leaf_index` };
   }
-  if (checkpoint && range.size === checkpoint.treeSize && !range.root().equals(checkpoint.root)) {
-    return result(null, `the records' root at the checkpoint's tree size ${checkpoint.treeSize} is not the checkpoint's root: a record before it was changed`);
-  }
-  if (state.size > count) return result(count, `the tree has ${state.size} leaves but only ${count} records exist: records were removed`);
-  if (checkpoint && checkpoint.treeSize > count) return result(count, `the latest checkpoint covers ${checkpoint.treeSize} leaves but only ${count} records exist: records were removed`);
-  return result(null, null);
+  if (checkpoint && range.size === checkpoint.treeSize && !range.root().equals(checkpoint.root)) return rootMismatch();
+  return null;
 }
