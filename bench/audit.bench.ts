@@ -18,6 +18,8 @@ import { computeContentHash, computeRecordHash, type ChainFields } from '../src/
 import { AuditWriter, textArrayLiteral } from '../src/core/audit/writer.js';
 import { COPY_OUT_SETTINGS, copyQuery, verifyAuditChain } from '../src/core/audit/verify.js';
 import { memoryLogger } from '../src/shared/logger.js';
+import { auditRecordJson } from '../src/core/tlog/leaves.js';
+import { leafHash } from '../src/core/tlog/merkle.js';
 
 const SCDS = ['scd:meta:ai-usage-policy', 'scd:meta:data-classification', 'scd:meta:glossary', 'scd:meta:review-policy', 'scd:project:auth-rules', 'scd:project:input-validation', 'scd:project:secrets-handling', 'scd:project:threat-model'];
 const BUNDLES = ['bundle:meta:0.2.0', 'bundle:security:0.1.0'];
@@ -48,7 +50,7 @@ function rssMb(pid: number): number {
   return m ? Number(m[1]) / 1024 : NaN;
 }
 
-const COPY_COLUMNS = 'request_id, agent_id, task_type, request_params, intent_valid, validation_errors, context_bundle_ids, context_scd_ids, processing_time_ms, requested_at, chain_sequence, previous_hash, record_hash, content_hash, chain_id, parent_request_id, leaf_index';
+const COPY_COLUMNS = 'request_id, agent_id, task_type, request_params, intent_valid, validation_errors, context_bundle_ids, context_scd_ids, processing_time_ms, requested_at, chain_sequence, previous_hash, record_hash, content_hash, chain_id, parent_request_id, leaf_index, leaf_hash';
 const N = (v: unknown) => (v === null || v === undefined ? '\\N' : String(v));
 
 /** Where a loaded chain continues from: the first record's index (its leaf index, chain_sequence - 1) and the chain tip's two hashes. */
@@ -79,6 +81,13 @@ export async function loadChain(t: TestDb, n: number, genesis: string, start?: C
     const f = fields(i, i + 1, new Date(base + i));
     const rh = computeRecordHash(f, prevRh);
     const ch = computeContentHash(f, prevCh);
+    // The leaf hash the writer's statement stores with each record (migration 0012).
+    const leaf = leafHash(Buffer.from(auditRecordJson({
+      request_id: f.request_id, agent_id: f.agent_id, task_type: f.task_type, request_params: f.request_params, intent_valid: f.intent_valid,
+      validation_errors: f.validation_errors, context_bundle_ids: f.context_bundle_ids, context_scd_ids: f.context_scd_ids,
+      processing_time_ms: f.processing_time_ms, requested_at: f.requested_at.toISOString(), chain_sequence: f.chain_sequence,
+      previous_hash: prevRh, record_hash: rh, content_hash: ch, chain_id: null, parent_request_id: null, leaf_index: i,
+    }), 'utf8'));
     const line = [
       f.request_id,
       f.agent_id,
@@ -97,6 +106,7 @@ export async function loadChain(t: TestDb, n: number, genesis: string, start?: C
       '\\N',
       '\\N',
       i,
+      `\\x${leaf.toString('hex')}`,
     ].join('\t');
     prevRh = rh;
     prevCh = ch;
@@ -122,7 +132,7 @@ export async function loadChain(t: TestDb, n: number, genesis: string, start?: C
         await tx.query(
           `INSERT INTO agent_context_requests (${COPY_COLUMNS})
            SELECT c[1], c[2], c[3], nullif(c[4], '\\N')::jsonb, c[5]::boolean, nullif(c[6], '\\N')::jsonb, nullif(c[7], '\\N')::text[], nullif(c[8], '\\N')::text[],
-                  nullif(c[9], '\\N')::int, c[10]::timestamptz, c[11]::bigint, c[12], c[13], c[14], NULL, NULL, c[17]::bigint
+                  nullif(c[9], '\\N')::int, c[10]::timestamptz, c[11]::bigint, c[12], c[13], c[14], NULL, NULL, c[17]::bigint, c[18]::bytea
              FROM (SELECT string_to_array(l, E'\\t') AS c FROM unnest($1::text[]) AS l) x`,
           [rows],
         );

@@ -90,7 +90,11 @@ export interface VerifyOptions {
  * (`tampered`), never an exception.
  */
 export async function verifyAudit(ctx: AppContext): Promise<AuditVerifyResult> {
-  const [chains, tree] = await Promise.all([verifyAuditChain(ctx), verifyTree(ctx)]);
+  // One after the other: the chains' COPY stream is read in flowing mode, and the tree check's
+  // work on the same event loop made its unread chunks pile up (peak RSS 447-489 MB at
+  // 1,000,000 records when the two ran at once).
+  const chains = await verifyAuditChain(ctx);
+  const tree = await verifyTree(ctx);
   return { ...chains, status: chains.status === 'ok' && tree.status === 'ok' ? 'ok' : 'tampered', transparency_log: tree };
 }
 

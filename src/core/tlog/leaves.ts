@@ -144,36 +144,38 @@ export async function readLeafHashes(db: Pick<Db, 'query'>, from: number, count:
  */
 export async function firstStoredHashMismatch(db: Pick<Db, 'query'>): Promise<number | null> {
   const j = (col: string) => `coalesce(to_json(${col})::text, 'null')`;
-  const json =
+  // The canonical JSON up to request_params' value, and from there to validation_errors' value.
+  const head =
     `'{"agent_id":' || ${j('agent_id')} || ',"chain_id":' || ${j('chain_id')} || ',"chain_sequence":' || chain_sequence::text` +
     ` || ',"content_hash":' || ${j('content_hash')} || ',"context_bundle_ids":' || coalesce(array_to_json(context_bundle_ids)::text, 'null')` +
     ` || ',"context_scd_ids":' || coalesce(array_to_json(context_scd_ids)::text, 'null')` +
     ` || ',"intent_valid":' || CASE WHEN intent_valid THEN 'true' ELSE 'false' END || ',"leaf_index":' || leaf_index::text` +
     ` || ',"parent_request_id":' || ${j('parent_request_id')} || ',"previous_hash":' || ${j('previous_hash')}` +
     ` || ',"processing_time_ms":' || coalesce(processing_time_ms::text, 'null') || ',"record_hash":' || ${j('record_hash')}` +
-    ` || ',"request_id":' || ${j('request_id')} || ',"request_params":null,"requested_at":"'` +
-    ` || to_char(requested_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '","task_type":' || ${j('task_type')}` +
-    ` || ',"validation_errors":null}'`;
+    ` || ',"request_id":' || ${j('request_id')} || ',"request_params":'`;
+  const mid = `',"requested_at":"' || to_char(requested_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '","task_type":' || ${j('task_type')} || ',"validation_errors":'`;
   const [inDb] = await db.query<{ l: number | string | null }>(
     `SELECT min(leaf_index) AS l FROM agent_context_requests
       WHERE leaf_hash IS NOT NULL AND request_params IS NULL AND validation_errors IS NULL
-        AND leaf_hash <> sha256('\\x00'::bytea || convert_to(${json}, 'UTF8'))`,
+        AND leaf_hash <> sha256('\\x00'::bytea || convert_to(${head} || 'null' || ${mid} || 'null}', 'UTF8'))`,
   );
   const first = inDb?.l == null ? null : Number(inDb.l);
+  // The others: PostgreSQL writes all but the two objects, which are canonicalized here.
   for (let after = -1; ; ) {
-    const rows = await db.query<LeafRow & { leaf_hash: Uint8Array | string }>(
-      `SELECT ${LEAF_COLUMNS}, leaf_hash FROM agent_context_requests
+    const rows = await db.query<{ leaf_index: number | string; leaf_hash: Uint8Array | string; request_params: unknown; validation_errors: unknown; head: string; mid: string }>(
+      `SELECT leaf_index, leaf_hash, request_params, validation_errors, ${head} AS head, ${mid} AS mid FROM agent_context_requests
         WHERE leaf_hash IS NOT NULL AND (request_params IS NOT NULL OR validation_errors IS NOT NULL) AND leaf_index > $1
-        ORDER BY leaf_index LIMIT 5000`,
+        ORDER BY leaf_index LIMIT 1000`,
       [after],
     );
     for (const r of rows) {
       const idx = Number(r.leaf_index);
       if (first !== null && idx >= first) return first;
-      const json = recordJson(toAuditRecord({ ...r, context_bundle_ids: null, context_scd_ids: null }), r.bundle_ids_json ?? 'null', r.scd_ids_json ?? 'null');
+      const obj = (v: unknown) => (v === null ? 'null' : canonicalJson(typeof v === 'string' ? JSON.parse(v) : v));
+      const json = `${r.head}${obj(r.request_params)}${r.mid}${obj(r.validation_errors)}}`;
       if (!leafHash(Buffer.from(json, 'utf8')).equals(asBuffer(r.leaf_hash))) return idx;
     }
-    if (rows.length < 5000) return first;
+    if (rows.length < 1000) return first;
     after = Number(rows[rows.length - 1]!.leaf_index);
   }
 }

@@ -15,7 +15,7 @@ import { openNote } from './note.js';
 
 export type TreeVerifyResult = components['schemas']['TransparencyLogVerifyResult'];
 
-const CHUNK = 5000;
+const CHUNK = 1000;
 
 /** RFC 9162 MTH of a growing list, from the hashes of its perfect subtrees (left to right). */
 class CompactRange {
