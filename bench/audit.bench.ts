@@ -81,7 +81,7 @@ export async function loadChain(t: TestDb, n: number, genesis: string, start?: C
     const f = fields(i, i + 1, new Date(base + i));
     const rh = computeRecordHash(f, prevRh);
     const ch = computeContentHash(f, prevCh);
-    // The leaf hash the writer's statement stores with each record (migration 0012).
+    // The leaf hash the writer's statement stores with each record (migration 0011).
     const leaf = leafHash(Buffer.from(auditRecordJson({
       request_id: f.request_id, agent_id: f.agent_id, task_type: f.task_type, request_params: f.request_params, intent_valid: f.intent_valid,
       validation_errors: f.validation_errors, context_bundle_ids: f.context_bundle_ids, context_scd_ids: f.context_scd_ids,

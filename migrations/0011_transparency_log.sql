@@ -42,8 +42,18 @@ ALTER TABLE agent_context_requests ADD CONSTRAINT agent_context_requests_leaf_in
 ALTER TABLE agent_output_logs ADD CONSTRAINT agent_output_logs_leaf_index_check CHECK (leaf_index >= 0);
 
 
--- svc_audit_append (migration 0001) as before, and each record also gets its leaf index:
--- the batch's leaves are consecutive, from the first one returned.
+-- Each context request's leaf hash, computed by the database in the statement that stores
+-- the record, from the record's own canonical JSON: the writer sends the JSON around the five
+-- values only the chain lock decides (chain_sequence, content_hash, leaf_index,
+-- previous_hash, record_hash), and svc_audit_append puts them in and hashes: leaf_hash =
+-- SHA-256(0x00 || JSON). The integrator then reads 32 bytes per record instead of reading the
+-- record back and serializing it. NULL on the records stored before (the integrator computes
+-- theirs); verify recomputes every leaf from the record whatever this column says.
+ALTER TABLE agent_context_requests ADD COLUMN leaf_hash bytea CHECK (leaf_hash IS NULL OR length(leaf_hash) = 32);
+
+-- svc_audit_append (migration 0001) as before; each record also gets its leaf index (the
+-- batch's leaves are consecutive, from the first one returned) and, when its element carries
+-- `lj` (the record's canonical JSON in five pieces, src/core/audit/writer.ts), its leaf hash.
 DROP FUNCTION svc_audit_append(jsonb);
 CREATE FUNCTION svc_audit_append(batch jsonb, OUT first_seq bigint, OUT first_leaf bigint)
 LANGUAGE plpgsql AS $fn$
@@ -53,14 +63,18 @@ DECLARE
   tip_ch   text;
   prev_rh  text;
   prev_ch  text;
+  rh       text;
+  ch       text;
   seq      bigint;
   s        text;
   el       jsonb;
+  lj       jsonb;
   n        integer := jsonb_array_length(batch);
   seqs     bigint[] := ARRAY[]::bigint[];
   prevs    text[] := ARRAY[]::text[];
   rhs      text[] := ARRAY[]::text[];
   chs      text[] := ARRAY[]::text[];
+  lhs      bytea[] := ARRAY[]::bytea[];
 BEGIN
   PERFORM pg_advisory_xact_lock(7340100);
   SELECT r.chain_sequence, r.record_hash, r.content_hash INTO tip_seq, tip_rh, tip_ch
@@ -83,21 +97,29 @@ BEGIN
     seq := seq + 1;
     s := seq::text;
     prevs := prevs || prev_rh;
-    prev_rh := encode(sha256(convert_to(s || (el ->> 'rc') || prev_rh, 'UTF8')), 'hex');
-    prev_ch := encode(sha256(convert_to(prev_ch || length(s)::text || ':' || s || ',' || (el ->> 'cc'), 'UTF8')), 'hex');
+    rh := encode(sha256(convert_to(s || (el ->> 'rc') || prev_rh, 'UTF8')), 'hex');
+    ch := encode(sha256(convert_to(prev_ch || length(s)::text || ':' || s || ',' || (el ->> 'cc'), 'UTF8')), 'hex');
+    lj := el -> 'lj';
+    -- {..."chain_sequence":<seq>,"content_hash":"<ch>",...,"leaf_index":<leaf>,...,
+    --  "previous_hash":"<prev>",...,"record_hash":"<rh>",...}
+    lhs := lhs || CASE WHEN lj IS NULL THEN NULL::bytea ELSE sha256('\x00'::bytea || convert_to(
+      (lj ->> 0) || s || ',"content_hash":"' || ch || (lj ->> 1) || (first_leaf + i)::text || (lj ->> 2) || prev_rh
+      || (lj ->> 3) || rh || (lj ->> 4), 'UTF8')) END;
+    prev_rh := rh;
+    prev_ch := ch;
     seqs := seqs || seq;
-    rhs := rhs || prev_rh;
-    chs := chs || prev_ch;
+    rhs := rhs || rh;
+    chs := chs || ch;
   END LOOP;
   INSERT INTO agent_context_requests (
     request_id, agent_id, task_type, request_params, intent_valid, validation_errors,
     context_bundle_ids, context_scd_ids, processing_time_ms, requested_at,
-    chain_sequence, previous_hash, record_hash, content_hash, chain_id, parent_request_id, leaf_index)
+    chain_sequence, previous_hash, record_hash, content_hash, chain_id, parent_request_id, leaf_index, leaf_hash)
   SELECT x ->> 'r', x ->> 'a', x ->> 't', NULLIF(x -> 'p', 'null'::jsonb), (x ->> 'v')::boolean,
          NULLIF(x -> 'e', 'null'::jsonb), (x ->> 'b')::text[], (x ->> 's')::text[],
          (x ->> 'm')::integer, (x ->> 'at')::timestamptz,
-         h.seq, h.prev, h.rh, h.ch, x ->> 'c', x ->> 'pr', first_leaf + h.k - 1
-    FROM unnest(seqs, prevs, rhs, chs) WITH ORDINALITY AS h(seq, prev, rh, ch, k)
+         h.seq, h.prev, h.rh, h.ch, x ->> 'c', x ->> 'pr', first_leaf + h.k - 1, h.lh
+    FROM unnest(seqs, prevs, rhs, chs, lhs) WITH ORDINALITY AS h(seq, prev, rh, ch, lh, k)
     CROSS JOIN LATERAL (SELECT batch -> (h.k::integer - 1) AS x) AS b;
 END;
 $fn$;

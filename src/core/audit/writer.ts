@@ -213,7 +213,7 @@ export class AuditWriter {
       // The record's canonical JSON as GET /api/audit/requests returns it (its leaf in the
       // transparency log), in five pieces around the values the database decides under the
       // chain lock (chain_sequence, content_hash, leaf_index, previous_hash, record_hash):
-      // svc_audit_append (migration 0012) puts them in and stores the leaf hash.
+      // svc_audit_append (migration 0011) puts them in and stores the leaf hash.
       const bj = bundles ? bundles.canonical : 'null';
       const sj = scds ? scds.canonical : 'null';
       const lj = JSON.stringify([

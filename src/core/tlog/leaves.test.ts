@@ -62,7 +62,7 @@ describe('readLeaves', () => {
       const leaves = await readLeaves(t.db, 0, 100);
       expect(leaves.map((l) => l.index)).toEqual(records.map((r) => r.leaf_index));
       for (let i = 0; i < records.length; i++) expect(leaves[i]!.data.toString('utf8')).toBe(canonicalJson(records[i]));
-      // The leaf hash the database computed as it stored each record (migration 0012) is the
+      // The leaf hash the database computed as it stored each record (migration 0011) is the
       // hash of that same JSON, and is what the integrator reads.
       const { leafHash } = await import('./merkle.js');
       const { readLeafHashes } = await import('./leaves.js');

@@ -93,7 +93,7 @@ export async function leafCount(db: Pick<Db, 'query'>): Promise<number> {
 /**
  * The leaf hashes `from` .. `from + count - 1` that exist, in order, stopping at the first
  * index no record holds. A context request's comes from its `leaf_hash` column (computed by the
- * database from the record's canonical JSON as it was stored, migration 0012): 40 bytes a
+ * database from the record's canonical JSON as it was stored, migration 0011): 40 bytes a
  * record to read instead of the record. Outputs, and requests stored before that column,
  * are read and hashed here (readLeaves).
  */

@@ -44,13 +44,6 @@ export interface Checkpoint {
 type Query = Pick<Db, 'query'>;
 
 
-/** The text of a note: everything up to and including the line before the blank line. */
-function noteText(note: string): string {
-  const i = note.indexOf('\n\n');
-  if (i < 0) throw new AppError('validation_error', 'The body is not a signed note (no blank line before the signatures)');
-  return note.slice(0, i + 1);
-}
-
 export class TransparencyLog {
   readonly origin: string;
   readonly verifierKey: string;
@@ -288,7 +281,6 @@ export class TransparencyLog {
    */
   async addCosignature(note: string | undefined): Promise<{ created: boolean; treeSize: number; witness: string }> {
     if (typeof note !== 'string' || note.length === 0) throw new AppError('validation_error', 'The body must be a signed checkpoint note (text/plain)');
-    const text = noteText(note);
     let opened;
     try {
       opened = openNote(note, [this.verifierKey]);
@@ -296,6 +288,7 @@ export class TransparencyLog {
       throw new AppError('validation_error', `The note is not a checkpoint this log signed: ${(e as Error).message}`);
     }
     if (!opened.verified.some((v) => v.name === this.logKeyName)) throw new AppError('validation_error', 'The note does not carry this log\'s signature');
+    const text = opened.text;
     let cp;
     try {
       cp = parseCheckpoint(text);
@@ -305,8 +298,8 @@ export class TransparencyLog {
     if (cp.origin !== this.origin) throw new AppError('validation_error', `The checkpoint's origin is not ${this.origin}`);
     const [stored] = await this.ctx.db.query<{ root_hash: Uint8Array | string }>('SELECT root_hash FROM audit_tlog_checkpoints WHERE tree_size = $1', [cp.size]);
     if (!stored || !asBuffer(stored.root_hash).equals(Buffer.from(cp.root))) throw new AppError('validation_error', 'This log signed no checkpoint with this tree size and root');
-    const sigLines = note.slice(text.length + 1).split('\n').filter((l) => l.length > 0);
-    const others = sigLines.filter((l) => !l.startsWith(`\u2014 ${this.logKeyName} `));
+    // The lines by other keys, as openNote parsed them.
+    const others = opened.unverified.map((sig) => `\u2014 ${sig.name} ${sig.base64}`);
     if (!others.length) throw new AppError('validation_error', 'The note carries no witness signature line');
     let known: { name: string; line: string } | null = null;
     for (const line of others) {

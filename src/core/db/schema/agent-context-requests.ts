@@ -1,12 +1,11 @@
 import { sql } from 'drizzle-orm';
-import { bigint, bigserial, boolean, customType, integer, jsonb, pgTable, text } from 'drizzle-orm/pg-core';
+import { bigint, bigserial, boolean, integer, jsonb, pgTable, text } from 'drizzle-orm/pg-core';
 
-const bytea = customType<{ data: Uint8Array }>({ dataType: () => 'bytea' });
-import { timestamptz3 } from './columns.js';
+import { bytea, timestamptz3 } from './columns.js';
 import { agents } from './agents.js';
 
 /**
- * The audit log (migrations 0000, 0001 chain columns, 0004 tracing, 0011 leaf index, 0012 leaf hash). Append-only: rows are
+ * The audit log (migrations 0000, 0001 chain columns, 0004 tracing, 0011 leaf index and leaf hash). Append-only: rows are
  * written only by `svc_audit_append` (src/core/audit/writer.ts), never through this table.
  */
 export const agentContextRequests = pgTable('agent_context_requests', {
@@ -29,6 +28,6 @@ export const agentContextRequests = pgTable('agent_context_requests', {
   parent_request_id: text('parent_request_id'),
   // The record's leaf in the transparency log (migration 0011), shared with agent_output_logs.
   leaf_index: bigint('leaf_index', { mode: 'number' }).notNull().unique().default(sql`svc_audit_next_leaf()`),
-  // SHA-256(0x00 || the record's canonical JSON), computed by svc_audit_append (migration 0012); null before it.
+  // SHA-256(0x00 || the record's canonical JSON), computed by svc_audit_append (migration 0011); null before it.
   leaf_hash: bytea('leaf_hash'),
 });

@@ -1,7 +1,6 @@
-import { bigint, customType, pgTable, primaryKey, smallint, text } from 'drizzle-orm/pg-core';
-import { timestamptz3 } from './columns.js';
+import { bigint, pgTable, primaryKey, smallint, text } from 'drizzle-orm/pg-core';
+import { bytea, timestamptz3 } from './columns.js';
 
-const bytea = customType<{ data: Uint8Array }>({ dataType: () => 'bytea' });
 
 /**
  * migration 0011: the transparency log's tiles (C2SP tlog-tiles, height 8). A tile only
