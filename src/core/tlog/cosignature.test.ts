@@ -115,7 +115,11 @@ describe('cosign and verifyCosignatureLine', () => {
     // With only the log key the cosignature is an unknown signature, ignored.
     expect(openNote(note, [log.verifierKey]).unverified.map((s) => s.name)).toEqual(['witness.svc.example/w1']);
     // A tampered cosignature by a known witness key rejects the note.
-    const tampered = signNote(BODY, log.signerKey) + cosign(BODY, w.signerKey, 1).replace(/[A-Za-z](=*\n)$/, (m, rest) => (m[0] === 'A' ? 'B' : 'A') + rest);
+    // (A character inside the signature: the last one before the padding also holds padding
+    // bits, and changing only those made the note malformed, not badly signed, for some keys.)
+    const line = cosign(BODY, w.signerKey, 1);
+    const at = line.length - 20;
+    const tampered = signNote(BODY, log.signerKey) + line.slice(0, at) + (line[at] === 'A' ? 'B' : 'A') + line.slice(at + 1);
     expect(() => openNote(tampered, [log.verifierKey, parseWitnessVerifierKey(w.verifierKey)])).toThrow(/invalid signature/);
   });
 });

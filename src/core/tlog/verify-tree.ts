@@ -40,7 +40,11 @@ class CompactRange {
 
 export async function verifyTree(ctx: AppContext): Promise<TreeVerifyResult> {
   const log = transparencyLog(ctx);
-  const [count, state, checkpoint] = await Promise.all([leafCount(ctx.db), treeState(ctx.db), latestCheckpoint(ctx.db)]);
+  // In this order: the integrator may add leaves and a checkpoint meanwhile, and read the
+  // other way round a tree grown since the records were counted would look larger than them.
+  const checkpoint = await latestCheckpoint(ctx.db);
+  const state = await treeState(ctx.db);
+  const count = await leafCount(ctx.db);
   const result = (tamperedAt: number | null, error: string | null): TreeVerifyResult => ({
     status: error ? 'tampered' : 'ok',
     leaf_count: count,
