@@ -35,12 +35,20 @@ export const CHECK_COLUMNS = [
   'r.previous_hash::text',
   'r.record_hash::text',
   'r.content_hash::text',
+  'r.leaf_index::int8',
+  'r.leaf_hash::bytea',
 ].join(', ');
-export const N_CHECK_COLUMNS = 16;
+export const N_CHECK_COLUMNS = 18;
 
 export interface Failure {
   seq: number;
   chain: 'record_hash' | 'content_hash';
+  error: string;
+}
+
+/** A record whose stored leaf hash is not the hash of the record as it is now (the transparency log's). */
+export interface LeafFailure {
+  leaf: number;
   error: string;
 }
 
@@ -267,6 +275,10 @@ export class ByteChainChecker {
   count = 0;
   first: number | null = null;
   failure: Failure | null = null;
+  /** The first record (in chain order, so the lowest leaf) whose stored leaf hash is not its record's. */
+  leafFailure: LeafFailure | null = null;
+  /** Records whose stored leaf hash was checked. */
+  leavesChecked = 0;
   private lastSeq = 0;
   private readonly prevRh = new DataView(new ArrayBuffer(64));
   private prevRhLen: number;
@@ -285,6 +297,11 @@ export class ByteChainChecker {
   private cv: DataView = new DataView(this.cb.buffer, this.cb.byteOffset, this.cb.length);
   private readonly rbViews = new Prefixes();
   private readonly cbViews = new Prefixes();
+  /** Where each content field's canonical JSON lies in cb: [start, end) per field, in content order. */
+  private readonly spans = new Int32Array(26);
+  /** 0x00 then the record's leaf data (its canonical JSON, src/core/tlog/leaves.ts). */
+  private lb: Buffer = Buffer.allocUnsafeSlow(8192);
+  private readonly lbViews = new Prefixes();
   /** requested_at as ISO text, and the day its first 11 characters are of. */
   private readonly iso = Buffer.alloc(40);
   private readonly isoView = new DataView(this.iso.buffer, this.iso.byteOffset, this.iso.length);
@@ -318,39 +335,72 @@ export class ByteChainChecker {
 
   readonly row = (buf: Buffer, f: Int32Array): void => {
     this.count++;
-    if (this.failure) return;
     if (f[1] !== 8) throw new Error('chain_sequence is not int8');
-    const seq = int64(buf, f[0]!);
-    const isFirst = this.first === null;
-    const expected = isFirst ? (this.expectedFirst ?? seq) : this.lastSeq + 1;
-    if (this.first === null) this.first = seq;
-    if (seq !== expected) return this.fail(expected, 'record_hash', missing(expected, seq));
-    this.lastSeq = seq;
     if (buf.buffer !== this.svOf) {
       this.svOf = buf.buffer;
       this.sv = new DataView(buf.buffer);
     }
     const base = (this.base = buf.byteOffset);
+    if (this.failure) return this.leafOnly(buf, f);
+    const seq = int64(buf, f[0]!);
+    const isFirst = this.first === null;
+    const expected = isFirst ? (this.expectedFirst ?? seq) : this.lastSeq + 1;
+    if (this.first === null) this.first = seq;
+    if (seq !== expected) {
+      this.fail(expected, 'record_hash', missing(expected, seq));
+      return this.leafOnly(buf, f);
+    }
+    this.lastSeq = seq;
     const sv = this.sv;
     if (f[27] !== this.prevRhLen || !wequal(sv, base + f[26]!, this.prevRh, 0, this.prevRhLen)) {
-      return this.fail(seq, 'record_hash', `previous_hash of record ${seq} is not the record_hash of ${isFirst ? 'the genesis' : `record ${seq - 1}`}`);
+      this.fail(seq, 'record_hash', `previous_hash of record ${seq} is not the record_hash of ${isFirst ? 'the genesis' : `record ${seq - 1}`}`);
+      return this.leafOnly(buf, f);
     }
-    // The fields lie one after the other: the row's bytes (and 4 per length word).
-    const rowLen = f[30]! + Math.max(f[31]!, 0) - f[0]!;
-    if (!this.writeIso(buf, f[20]!, f[21]!) || !this.checkRecordHash(buf, f, seq, rowLen)) {
-      return this.fail(seq, 'record_hash', `record_hash of record ${seq} does not match its fields`);
+    if (!this.writeIso(buf, f[20]!, f[21]!) || !this.checkRecordHash(buf, f, seq, this.rowLen(f))) {
+      this.fail(seq, 'record_hash', `record_hash of record ${seq} does not match its fields`);
+      return this.leafOnly(buf, f);
     }
     let ok = false;
     try {
-      ok = this.checkContentHash(buf, f, seq, rowLen);
+      ok = this.checkContentHash(buf, f, seq, this.rowLen(f));
     } catch {
       /* unparsable stored text: the record does not verify */
     }
-    if (!ok) return this.fail(seq, 'content_hash', `content_hash of record ${seq} does not match its fields`);
+    if (!ok) {
+      this.fail(seq, 'content_hash', `content_hash of record ${seq} does not match its fields`);
+      return this.leafOnly(buf, f);
+    }
+    if (!this.leafFailure && f[35]! >= 0) this.checkLeaf(buf, f);
     wcopy(sv, base + f[28]!, base + f[28]! + 64, this.prevRh, 0);
     wcopy(sv, base + f[30]!, base + f[30]! + 64, this.cv, 0);
     this.prevRhLen = this.prevChLen = 64;
   };
+
+  /** The row's bytes: the fields lie one after the other (and 4 per length word). */
+  private rowLen(f: Int32Array): number {
+    return f[34]! + Math.max(f[35]!, 0) - f[0]!;
+  }
+
+  /**
+   * After a chain failure (the chains are no longer checked): the stored leaf hash of each
+   * record still against the record, so that the transparency log's part of verify names the
+   * first record that no longer hashes to its leaf whatever the chains say.
+   */
+  private leafOnly(buf: Buffer, f: Int32Array): void {
+    if (this.leafFailure || f[35]! < 0) return;
+    const seq = int64(buf, f[0]!);
+    let written = false;
+    try {
+      written = this.writeIso(buf, f[20]!, f[21]!) && (this.checkContentHash(buf, f, seq, this.rowLen(f)), true);
+    } catch {
+      /* unparsable stored text */
+    }
+    if (!written) {
+      if (f[33] === 8) this.leafFailure = { leaf: int64(buf, f[32]!), error: `leaf ${int64(buf, f[32]!)}: the record (chain_sequence ${seq}) holds a value no record can (its leaf data cannot be written)` };
+      return;
+    }
+    this.checkLeaf(buf, f);
+  }
 
   /** requested_at as toISOString() text into this.iso; false when it has none (out of Date's range, infinity, NULL). */
   private writeIso(buf: Buffer, s: number, len: number): boolean {
@@ -436,22 +486,110 @@ export class ByteChainChecker {
     const b = this.cb;
     d = writeUint(b, d, digits(seq));
     b[d++] = COLON;
+    const sp = this.spans;
+    sp[0] = d;
     d = writeUint(b, d, seq);
+    sp[1] = d;
     b[d++] = COMMA;
-    d = this.text(buf, f[2]!, f[3]!, d);
-    d = this.text(buf, f[4]!, f[5]!, d);
-    d = this.text(buf, f[6]!, f[7]!, d);
-    d = this.jsonb(buf, f[8]!, f[9]!, d);
-    d = this.raw(buf[f[10]!] ? TRUE : FALSE, 0, buf[f[10]!] ? 4 : 5, d);
-    d = this.jsonb(buf, f[12]!, f[13]!, d);
-    d = this.array(buf, f[14]!, f[15]!, d);
-    d = this.array(buf, f[16]!, f[17]!, d);
-    d = this.int4(buf, f[18]!, f[19]!, d);
-    d = this.isoString(d);
-    d = this.text(buf, f[22]!, f[23]!, d);
-    d = this.text(buf, f[24]!, f[25]!, d);
+    d = this.mark(1, d, this.text(buf, f[2]!, f[3]!, d));
+    d = this.mark(2, d, this.text(buf, f[4]!, f[5]!, d));
+    d = this.mark(3, d, this.text(buf, f[6]!, f[7]!, d));
+    d = this.mark(4, d, this.jsonb(buf, f[8]!, f[9]!, d));
+    d = this.mark(5, d, this.raw(buf[f[10]!] ? TRUE : FALSE, 0, buf[f[10]!] ? 4 : 5, d));
+    d = this.mark(6, d, this.jsonb(buf, f[12]!, f[13]!, d));
+    d = this.mark(7, d, this.array(buf, f[14]!, f[15]!, d));
+    d = this.mark(8, d, this.array(buf, f[16]!, f[17]!, d));
+    d = this.mark(9, d, this.int4(buf, f[18]!, f[19]!, d));
+    d = this.mark(10, d, this.isoString(d));
+    d = this.mark(11, d, this.text(buf, f[22]!, f[23]!, d));
+    d = this.mark(12, d, this.text(buf, f[24]!, f[25]!, d));
     const c = this.cb;
     return hexEquals(hash('sha256', this.cbViews.get(c, d), 'hex'), buf, f[30]!, f[31]!);
+  }
+
+  /**
+   * Notes where field k's canonical JSON lies in the netstring written from `from` to `to`
+   * (`<length>:<text>,`); returns `to`.
+   */
+  private mark(k: number, from: number, to: number): number {
+    const b = this.cb;
+    while (b[from] !== COLON) from++;
+    this.spans[2 * k] = from + 1;
+    this.spans[2 * k + 1] = to - 1;
+    return to;
+  }
+
+  /**
+   * The record's stored leaf hash against SHA-256(0x00 || its leaf data): the record's RFC 8785
+   * canonical JSON, written from the canonical JSON of each field the content hash has just
+   * used (the same texts: src/core/tlog/leaves.ts writes them the same way) and the three hashes
+   * and leaf_index, in sorted key order. Called once the content hash matched, so the three
+   * hashes are known to be 64 hex digits.
+   */
+  private checkLeaf(buf: Buffer, f: Int32Array): void {
+    if (f[33] !== 8 || f[35] !== 32) return;
+    const leaf = int64(buf, f[32]!);
+    // In a record whose chains verify the three hashes are 64 hex digits, copied as they are;
+    // after a chain failure they may hold anything, and the leaf data is written the general way.
+    const data = this.failure && !this.plainHashes(f) ? this.leafText(buf, f, leaf) : this.lbViews.get(this.lb, this.writeLeaf(buf, f, leaf));
+    this.leavesChecked++;
+    if (hash('sha256', data, 'buffer').compare(buf, f[34]!, f[34]! + 32) !== 0) {
+      const seq = int64(buf, f[0]!);
+      this.leafFailure = { leaf, error: `leaf ${leaf}: the record (chain_sequence ${seq}) is not what its leaf hash was computed from (the record or its leaf hash was changed)` };
+    }
+  }
+
+  /** True when the three hash columns are all text a JSON string holds as it is. */
+  private plainHashes(f: Int32Array): boolean {
+    const scratch = this.rv;
+    for (const col of [26, 28, 30]) {
+      const len = f[col + 1]!;
+      if (len < 0 || len > 64 || wcopyPlain(this.sv, this.base + f[col]!, this.base + f[col]! + len, scratch, 0) < 0) return false;
+    }
+    return true;
+  }
+
+  /** Writes 0x00 and the leaf data into lb; returns its length. */
+  private writeLeaf(buf: Buffer, f: Int32Array, leaf: number): number {
+    const sp = this.spans;
+    let need = 1 + LEAF_FIXED;
+    for (let k = 0; k < 13; k++) need += sp[2 * k + 1]! - sp[2 * k]!;
+    if (this.lb.length < need) this.lb = grow(this.lb, need, 0);
+    const lb = this.lb;
+    const c = this.cb;
+    lb[0] = 0;
+    let d = 1;
+    for (let i = 0; i < LEAF_KEYS.length; i++) {
+      const key = LEAF_KEYS[i]!;
+      d = copy(key, 0, key.length, lb, d);
+      const src = LEAF_SOURCES[i]!;
+      if (src >= 0) {
+        d = copy(c, sp[2 * src]!, sp[2 * src + 1]!, lb, d);
+      } else if (src === LEAF_INDEX) {
+        if (leaf < 0) lb[d++] = 0x2d;
+        d = writeUint(lb, d, Math.abs(leaf));
+      } else {
+        lb[d++] = Q;
+        d = copy(buf, f[-src]!, f[-src]! + f[1 - src]!, lb, d);
+        lb[d++] = Q;
+      }
+    }
+    lb[d++] = 0x7d;
+    return d;
+  }
+
+  /** 0x00 and the leaf data, written as text (the general way, for any hash column's text). */
+  private leafText(buf: Buffer, f: Int32Array, leaf: number): Buffer {
+    const sp = this.spans;
+    let out = '';
+    for (let i = 0; i < LEAF_KEYS.length; i++) {
+      out += LEAF_KEYS[i]!.toString('latin1');
+      const src = LEAF_SOURCES[i]!;
+      if (src >= 0) out += this.cb.toString('utf8', sp[2 * src]!, sp[2 * src + 1]!);
+      else if (src === LEAF_INDEX) out += String(leaf);
+      else out += f[1 - src]! < 0 ? 'null' : JSON.stringify(buf.toString('utf8', f[-src]!, f[-src]! + f[1 - src]!));
+    }
+    return Buffer.concat([Buffer.alloc(1), Buffer.from(`${out}}`, 'utf8')]);
   }
 
   /** Makes cb at least n bytes long, keeping its first `keep` bytes; returns it. */
@@ -578,6 +716,36 @@ export class ByteChainChecker {
 }
 
 const EMPTY_ARRAY = Buffer.from('[]');
+
+/**
+ * The leaf data's keys in canonical order, each with the text before its value, and where
+ * the value comes from: a content field's canonical JSON (its index in content order),
+ * LEAF_INDEX, or minus the offset slot in the row of a hash column written as a JSON string.
+ */
+const LEAF_INDEX = -1000;
+const LEAF_LAYOUT: Array<[string, number]> = [
+  ['agent_id', 2],
+  ['chain_id', 11],
+  ['chain_sequence', 0],
+  ['content_hash', -30],
+  ['context_bundle_ids', 7],
+  ['context_scd_ids', 8],
+  ['intent_valid', 5],
+  ['leaf_index', LEAF_INDEX],
+  ['parent_request_id', 12],
+  ['previous_hash', -26],
+  ['processing_time_ms', 9],
+  ['record_hash', -28],
+  ['request_id', 1],
+  ['request_params', 4],
+  ['requested_at', 10],
+  ['task_type', 3],
+  ['validation_errors', 6],
+];
+const LEAF_KEYS = LEAF_LAYOUT.map(([k], i) => Buffer.from(`${i ? ',' : '{'}"${k}":`));
+const LEAF_SOURCES = LEAF_LAYOUT.map(([, s]) => s);
+/** The leaf data's bytes beside the content fields' texts: keys, the three hashes quoted, leaf_index, the closing brace. */
+const LEAF_FIXED = LEAF_KEYS.reduce((n, k) => n + k.length, 0) + 3 * 66 + 21 + 1;
 
 function missing(expected: number, seq: number): string {
   return `record ${expected} is missing: the chain goes from ${expected - 1} to ${seq}`;

@@ -23,7 +23,7 @@ import type { AppContext } from '../../shared/app-context.js';
 import { genesisHash } from '../../shared/app-context.js';
 import { computeRecordHash, LEGACY_SENTINEL, type ChainFields } from './hash.js';
 import { CopyBinaryReader, forEachCopyBinaryRow, int64, type RowHandler } from './copy-binary.js';
-import { ByteChainChecker, CHECK_COLUMNS, N_CHECK_COLUMNS } from './chain-check.js';
+import { ByteChainChecker, CHECK_COLUMNS, N_CHECK_COLUMNS, type LeafFailure } from './chain-check.js';
 import type { components } from '../../../gen/openapi/control-plane.js';
 import { verifyTree } from '../tlog/verify-tree.js';
 
@@ -93,8 +93,8 @@ export async function verifyAudit(ctx: AppContext): Promise<AuditVerifyResult> {
   // One after the other: the chains' COPY stream is read in flowing mode, and the tree check's
   // work on the same event loop made its unread chunks pile up (peak RSS 447-489 MB at
   // 1,000,000 records when the two ran at once).
-  const chains = await verifyAuditChain(ctx);
-  const tree = await verifyTree(ctx);
+  const { leafFailure, ...chains } = await verifyAuditChain(ctx);
+  const tree = await verifyTree(ctx, leafFailure);
   return { ...chains, status: chains.status === 'ok' && tree.status === 'ok' ? 'ok' : 'tampered', transparency_log: tree };
 }
 
@@ -129,7 +129,10 @@ async function relabelled(db: AppContext['db'], first: number | null, failedAt: 
 }
 
 /** Verifies both chains. A mismatch is a result (`tampered`), never an exception. */
-export async function verifyAuditChain(ctx: Pick<AppContext, 'db' | 'clock'>, opts: VerifyOptions = {}): Promise<Omit<AuditVerifyResult, 'transparency_log'>> {
+export async function verifyAuditChain(
+  ctx: Pick<AppContext, 'db' | 'clock'>,
+  opts: VerifyOptions = {},
+): Promise<Omit<AuditVerifyResult, 'transparency_log'> & { leafFailure: LeafFailure | null }> {
   const { db } = ctx;
   const [g] = await db.query<{ deployment_id: string; genesis_hash: string; initialized_at: Date }>(
     'SELECT deployment_id, genesis_hash, initialized_at FROM audit_chain_genesis ORDER BY id LIMIT 1',
@@ -206,5 +209,6 @@ export async function verifyAuditChain(ctx: Pick<AppContext, 'db' | 'clock'>, op
     genesis_hash: g?.genesis_hash ?? null,
     deployment_id: g?.deployment_id ?? null,
     initialized_at: g ? g.initialized_at.toISOString() : null,
+    leafFailure: checker.leafFailure,
   };
 }

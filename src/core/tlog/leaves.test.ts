@@ -55,7 +55,7 @@ describe('readLeaves', () => {
         const ids = [tricky[i]!, tricky[(i + 1) % tricky.length]!, `scd:${i}`];
         await w.append({
           requestId: randomUUID(), agentId: null, taskType: tricky[i]!, requestParams: i % 2 ? { [tricky[i]!]: 'v' } : null, intentValid: true,
-          validationErrors: null, contextBundleIds: ids, contextScdIds: i % 3 ? ids.slice(1) : null, processingTimeMs: i, chainId: null, parentRequestId: null,
+          validationErrors: i % 4 ? null : { n: 1.5, z: [2e21, -0.25], [tricky[i]!]: { b: 1, a: [] } }, contextBundleIds: ids, contextScdIds: i % 3 ? ids.slice(1) : null, processingTimeMs: i, chainId: null, parentRequestId: null,
         });
       }
       const records = (await listAuditRequests({ db: t.db } as never, { limit: 100 })).records;
@@ -70,18 +70,25 @@ describe('readLeaves', () => {
       expect(stored.map((h) => h.toString('hex'))).toEqual(leaves.map((l) => leafHash(l.data).toString('hex')));
       const nulls = await t.db.query('SELECT 1 FROM agent_context_requests WHERE leaf_hash IS NULL');
       expect(nulls).toEqual([]);
-      // Verify's check of every stored leaf hash against its record (in SQL for records with no
-      // free-form object, here otherwise) agrees on every kind of text, and finds a change.
-      const { firstStoredHashMismatch } = await import('./leaves.js');
-      expect(await firstStoredHashMismatch(t.db)).toBeNull();
+      // Verify's check of every stored leaf hash against its record (the chain checker writes
+      // each record's canonical JSON from the bytes it reads) agrees on every kind of text, and
+      // finds a changed hash.
+      const { verifyAuditChain } = await import('../audit/verify.js');
+      const ok = await verifyAuditChain({ db: t.db, clock: systemClock });
+      expect(ok).toMatchObject({ status: 'ok', leafFailure: null });
+      const flip = async (leaf: number) => {
+        await t.owner.exec('ALTER TABLE agent_context_requests DISABLE TRIGGER USER');
+        await t.owner.query('UPDATE agent_context_requests SET leaf_hash = sha256(leaf_hash) WHERE leaf_index = $1', [leaf]);
+        await t.owner.exec('ALTER TABLE agent_context_requests ENABLE TRIGGER USER');
+      };
+      const original = await t.db.query<{ h: unknown }>('SELECT leaf_hash AS h FROM agent_context_requests WHERE leaf_index = 4');
+      await flip(4);
+      await flip(7);
+      expect((await verifyAuditChain({ db: t.db, clock: systemClock })).leafFailure?.leaf).toBe(4);
       await t.owner.exec('ALTER TABLE agent_context_requests DISABLE TRIGGER USER');
-      await t.owner.query("UPDATE agent_context_requests SET task_type = task_type || 'x' WHERE leaf_index IN (4, 7)");
+      await t.owner.query('UPDATE agent_context_requests SET leaf_hash = $1 WHERE leaf_index = 4', [original[0]!.h]);
       await t.owner.exec('ALTER TABLE agent_context_requests ENABLE TRIGGER USER');
-      expect(await firstStoredHashMismatch(t.db)).toBe(4);
-      await t.owner.exec('ALTER TABLE agent_context_requests DISABLE TRIGGER USER');
-      await t.owner.query("UPDATE agent_context_requests SET task_type = left(task_type, -1) WHERE leaf_index = 4");
-      await t.owner.exec('ALTER TABLE agent_context_requests ENABLE TRIGGER USER');
-      expect(await firstStoredHashMismatch(t.db)).toBe(7);
+      expect((await verifyAuditChain({ db: t.db, clock: systemClock })).leafFailure?.leaf).toBe(7);
     } finally {
       await t.close();
     }

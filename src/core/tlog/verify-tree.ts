@@ -1,28 +1,43 @@
 /**
  * The transparency log's part of `GET /api/audit/verify`: the stored tree against the records
- * and the latest checkpoint. Every leaf is recomputed from its record (leaves.ts), in order,
- * with constant memory (a compact range of at most 64 subtree hashes), and compared with the
- * leaf hash stored in the level-0 tiles; the latest checkpoint's signature is checked with
- * the log's key and its root with the root recomputed from the records at its size.
+ * and the latest checkpoint.
+ *
+ * - Each context request record's stored leaf hash is checked against the record by the chain
+ *   checker (src/core/audit/chain-check.ts), in the same pass as its chains: the caller passes
+ *   its first failure here.
+ * - Here every leaf, in order, in pages of PAGE leaves: its hash is the stored one (a chained
+ *   context request) or is recomputed from its record (an output, a legacy record, a record
+ *   stored before the leaf_hash column); each must equal the leaf hash in the level-0 tiles,
+ *   no leaf index may be missing or held twice, and the root of the leaves at the latest
+ *   checkpoint's size must be its root; the checkpoint's signature is checked with the log's key.
+ *
+ * A page is two queries (the leaves' indexes and hashes as one bytea, the page's tiles) and
+ * memory is constant: a page and a compact range of at most 64 subtree hashes.
  */
 import type { AppContext } from '../../shared/app-context.js';
 import type { components } from '../../../gen/openapi/control-plane.js';
-import { firstStoredHashMismatch, leafCount, readLeafHashes } from './leaves.js';
-import { EMPTY_ROOT, nodeHash } from './merkle.js';
-import { treeState } from './tiles.js';
-import { latestCheckpoint, transparencyLog, type TransparencyLog } from './log.js';
+import type { Db } from '../db/index.js';
+import type { LeafFailure } from '../audit/chain-check.js';
+import { LEGACY_SENTINEL } from '../audit/hash.js';
+import { leafCount, readLeaves } from './leaves.js';
+import { EMPTY_ROOT, HASH_SIZE, leafHash, nodeHash, TILE_WIDTH } from './merkle.js';
+import { asBuffer, treeState } from './tiles.js';
+import { latestCheckpoint, transparencyLog } from './log.js';
 import { openNote } from './note.js';
 
 export type TreeVerifyResult = components['schemas']['TransparencyLogVerifyResult'];
 
-const CHUNK = 1000;
+/** Leaves per page: 256 tiles. */
+const PAGE = 256 * TILE_WIDTH;
 
 /** RFC 9162 MTH of a growing list, from the hashes of its perfect subtrees (left to right). */
 class CompactRange {
   private peaks: Buffer[] = [];
   size = 0;
+  /** Appends a leaf hash (copied when kept: the caller may reuse its bytes). */
   push(h: Buffer): void {
     let k = this.size;
+    if (!(k & 1)) h = Buffer.from(h);
     while (k & 1) {
       h = nodeHash(this.peaks.pop()!, h);
       k >>= 1;
@@ -38,7 +53,11 @@ class CompactRange {
   }
 }
 
-export async function verifyTree(ctx: AppContext): Promise<TreeVerifyResult> {
+/**
+ * `storedMismatch`: the chain checker's first context request record whose stored leaf hash is
+ * not its record's (null: none).
+ */
+export async function verifyTree(ctx: AppContext, storedMismatch: LeafFailure | null, page = PAGE): Promise<TreeVerifyResult> {
   const log = transparencyLog(ctx);
   // In this order: the integrator may add leaves and a checkpoint meanwhile, and read the
   // other way round a tree grown since the records were counted would look larger than them.
@@ -60,14 +79,9 @@ export async function verifyTree(ctx: AppContext): Promise<TreeVerifyResult> {
       return result(null, `the latest checkpoint (tree size ${checkpoint.treeSize}) does not verify with the log's key: ${(e as Error).message}`);
     }
   }
-  // Every stored leaf hash against its record (in the database, concurrently), then the
-  // stored hashes (recomputed where none is stored) against the tree and the checkpoint.
-  const storedP = firstStoredHashMismatch(ctx.db);
-  storedP.catch(() => {}); // awaited below
-  const treeFailure = await walkTree(ctx, count, state.size, checkpoint, log.reader());
-  const stored = await storedP;
-  if (stored !== null && (treeFailure === null || treeFailure.leaf === null || stored <= treeFailure.leaf)) {
-    return result(stored, `leaf ${stored}: the record is not what its leaf hash was computed from (the record or its leaf hash was changed)`);
+  const treeFailure = await walkTree(ctx.db, count, state.size, checkpoint, page);
+  if (storedMismatch && (treeFailure === null || treeFailure.leaf === null || storedMismatch.leaf <= treeFailure.leaf)) {
+    return result(storedMismatch.leaf, storedMismatch.error);
   }
   if (treeFailure) return result(treeFailure.leaf, treeFailure.error);
   if (state.size > count) return result(count, `the tree has ${state.size} leaves but only ${count} records exist: records were removed`);
@@ -75,37 +89,85 @@ export async function verifyTree(ctx: AppContext): Promise<TreeVerifyResult> {
   return result(null, null);
 }
 
+/** Bytes per leaf in a page's blob: its index (int8), 1 when a hash is stored, the hash. */
+const ENTRY = 8 + 1 + HASH_SIZE;
+const NO_HASH = `'\\x${'00'.repeat(HASH_SIZE)}'::bytea`;
+
+/**
+ * The leaves `from` .. `to - 1` that exist, as one bytea of ENTRY bytes per leaf in leaf order:
+ * a chained context request's stored leaf hash (checked against its record by the chain
+ * checker); no hash for the others (their records are read and hashed here), legacy records
+ * included, whose stored hash nothing else checks.
+ */
+const PAGE_QUERY = `SELECT string_agg(int8send(i) || CASE WHEN h IS NULL THEN '\\x00'::bytea || ${NO_HASH} ELSE '\\x01'::bytea || h END, ''::bytea ORDER BY i) AS b
+  FROM (SELECT leaf_index AS i, CASE WHEN record_hash = '${LEGACY_SENTINEL}' OR length(leaf_hash) <> ${HASH_SIZE} THEN NULL ELSE leaf_hash END AS h
+          FROM agent_context_requests WHERE leaf_index >= $1 AND leaf_index < $2
+        UNION ALL
+        SELECT leaf_index, NULL FROM agent_output_logs WHERE leaf_index >= $1 AND leaf_index < $2) x`;
+
 /** The leaf hashes in order against the stored tiles and the checkpoint's root: the first failure, or null. */
 async function walkTree(
-  ctx: AppContext,
+  db: Pick<Db, 'query'>,
   count: number,
   treeSize: number,
   checkpoint: Awaited<ReturnType<typeof latestCheckpoint>>,
-  read: ReturnType<TransparencyLog['reader']>,
+  page: number,
 ): Promise<{ leaf: number | null; error: string } | null> {
-  const rootMismatch = () => ({ leaf: null, error: `the records' root at the checkpoint's tree size ${checkpoint!.treeSize} is not the checkpoint's root: a record before it was changed` });
   const range = new CompactRange();
-  let tile: Uint8Array | null = null;
-  let tileIndex = -1;
-  for (let from = 0; from < count; from += CHUNK) {
-    const hashes = await readLeafHashes(ctx.db, from, Math.min(CHUNK, count - from));
-    for (let k = 0; k < hashes.length; k++) {
-      const index = from + k;
-      if (checkpoint && range.size === checkpoint.treeSize && !range.root().equals(checkpoint.root)) return rootMismatch();
-      const h = hashes[k]!;
-      if (index < treeSize) {
-        if (index >> 8 !== tileIndex) {
-          tileIndex = Math.floor(index / 256);
-          tile = await read(0, tileIndex);
-        }
-        const off = (index % 256) * 32;
-        if (!tile || tile.length < off + 32 || !Buffer.from(tile.subarray(off, off + 32)).equals(h)) {
-          return { leaf: index, error: `leaf ${index}: the record's hash is not the tree's leaf hash (the record or the tree was changed)` };
+  const rootMismatch = () => ({ leaf: null, error: `the records' root at the checkpoint's tree size ${checkpoint!.treeSize} is not the checkpoint's root: a record before it was changed` });
+  const hashes = Buffer.alloc(page * HASH_SIZE);
+  for (let from = 0; from < count; from += page) {
+    const to = Math.min(from + page, count);
+    const [[row], tiles] = await Promise.all([
+      db.query<{ b: Uint8Array | string | null }>(PAGE_QUERY, [from, to]),
+      db.query<{ idx: number | string; data: Uint8Array | string }>(
+        'SELECT idx, data FROM audit_tlog_tiles WHERE level = 0 AND idx >= $1 AND idx < $2 ORDER BY idx',
+        [Math.floor(from / TILE_WIDTH), Math.ceil(Math.min(to, treeSize) / TILE_WIDTH)],
+      ),
+    ]);
+    const blob = row?.b == null ? Buffer.alloc(0) : asBuffer(row.b);
+    const n = blob.length / ENTRY;
+    // Indexes in order, each once; the leaves with no stored hash, in runs.
+    const runs: Array<[number, number]> = [];
+    for (let k = 0; k < n; k++) {
+      const o = k * ENTRY;
+      const index = blob.readUInt32BE(o) * 2 ** 32 + blob.readUInt32BE(o + 4);
+      if (index !== from + k) {
+        return index > from + k
+          ? { leaf: from + k, error: `leaf ${from + k} is missing: no record has this leaf_index` }
+          : { leaf: index, error: `leaf ${index} is held by two records` };
+      }
+      if (blob[o + 8] === 1) blob.copy(hashes, k * HASH_SIZE, o + 9, o + ENTRY);
+      else if (runs.length && runs[runs.length - 1]![1] === k) runs[runs.length - 1]![1]++;
+      else runs.push([k, k + 1]);
+    }
+    if (n < to - from) return { leaf: from + n, error: `leaf ${from + n} is missing: no record has this leaf_index` };
+    for (const [s, e] of runs) {
+      const leaves = await readLeaves(db, from + s, e - s);
+      if (leaves.length !== e - s) return { leaf: from + s + leaves.length, error: `leaf ${from + s + leaves.length} changed while it was checked` };
+      for (const l of leaves) leafHash(l.data).copy(hashes, (l.index - from) * HASH_SIZE);
+    }
+    // Against the stored tree, tile by tile.
+    const stored = new Map(tiles.map((t) => [Number(t.idx), asBuffer(t.data)]));
+    const end = Math.min(to, treeSize);
+    for (let t = Math.floor(from / TILE_WIDTH); t * TILE_WIDTH < end; t++) {
+      const lo = Math.max(t * TILE_WIDTH, from);
+      const hi = Math.min(t * TILE_WIDTH + TILE_WIDTH, end);
+      const tile = stored.get(t) ?? Buffer.alloc(0);
+      const at = (i: number) => (i - t * TILE_WIDTH) * HASH_SIZE; // leaf i in the tile
+      const mine = (i: number) => (i - from) * HASH_SIZE; // leaf i in this page's hashes
+      if (tile.length >= at(hi) && tile.compare(hashes, mine(lo), mine(hi), at(lo), at(hi)) === 0) continue;
+      for (let i = lo; i < hi; i++) {
+        if (tile.length < at(i + 1) || tile.compare(hashes, mine(i), mine(i + 1), at(i), at(i + 1)) !== 0) {
+          return { leaf: i, error: `leaf ${i}: the record's hash is not the tree's leaf hash (the record or the tree was changed)` };
         }
       }
-      range.push(h);
     }
-    if (hashes.length < Math.min(CHUNK, count - from)) return { leaf: from + hashes.length, error: `leaf ${from + hashes.length} is missing: no record has this leaf_index` };
+    // The root at the checkpoint's size.
+    for (let k = 0; k < to - from; k++) {
+      if (checkpoint && range.size === checkpoint.treeSize && !range.root().equals(checkpoint.root)) return rootMismatch();
+      range.push(hashes.subarray(k * HASH_SIZE, (k + 1) * HASH_SIZE));
+    }
   }
   if (checkpoint && range.size === checkpoint.treeSize && !range.root().equals(checkpoint.root)) return rootMismatch();
   return null;

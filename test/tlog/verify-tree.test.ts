@@ -1,0 +1,126 @@
+/**
+ * Verify's tree check (src/core/tlog/verify-tree.ts and the chain checker's leaf check) against
+ * whoever runs the database: as the owner with the triggers off, change one thing at a time (a
+ * legacy record, an output, a chained record's stored leaf hash, a tile, a leaf index, a
+ * record removed from the middle) and GET /api/audit/verify, and the tree check in pages of a
+ * few leaves (so that every failure is also seen across a page's edge), name the leaf. Runs
+ * on PGlite and, with DATABASE_URL, on PostgreSQL.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDb, startTestStack, type TestDb, type TestStack } from '../harness.js';
+import { issueKey, makeAgent } from '../identity/fixtures.js';
+import { transparencyLog } from '../../src/core/tlog/log.js';
+import { verifyAuditChain } from '../../src/core/audit/verify.js';
+import { verifyTree } from '../../src/core/tlog/verify-tree.js';
+import { readLeaves } from '../../src/core/tlog/leaves.js';
+import { leafHash } from '../../src/core/tlog/merkle.js';
+
+const cleanups: Array<() => Promise<void> | void> = [];
+let db: TestDb;
+let t: TestStack;
+beforeAll(async () => {
+  ({ db, t } = await log());
+  for (const tb of TABLES) await db.owner.exec(`CREATE TABLE saved_${tb} AS SELECT * FROM ${tb}`);
+});
+afterAll(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+const TABLES = ['agent_context_requests', 'agent_output_logs', 'audit_tlog_tiles'];
+
+/** As the owner with the triggers off. */
+async function asOwner(sql: string[]): Promise<void> {
+  for (const tb of TABLES) await db.owner.exec(`ALTER TABLE ${tb} DISABLE TRIGGER USER`);
+  for (const s of sql) await db.owner.exec(s);
+  for (const tb of TABLES) await db.owner.exec(`ALTER TABLE ${tb} ENABLE TRIGGER USER`);
+}
+
+/** Puts the log back as it was made (the cases share it). */
+const restore = () =>
+  asOwner([...[...TABLES].reverse().map((tb) => `DELETE FROM ${tb}`), ...TABLES.map((tb) => `INSERT INTO ${tb} SELECT * FROM saved_${tb}`)]);
+
+/**
+ * A log of 12 leaves, integrated with a checkpoint: leaf 0 a legacy record, leaves 1-3 and 5-9
+ * context requests, 4 and 10 outputs, 11 a context request.
+ */
+async function log(): Promise<{ db: TestDb; t: TestStack }> {
+  const db = await createTestDb();
+  cleanups.push(() => db.close());
+  await db.owner.query(
+    `INSERT INTO agent_context_requests (request_id, task_type, intent_valid, requested_at, chain_sequence, previous_hash, record_hash)
+     VALUES ('legacy-1', 'old', true, '2024-01-01T00:00:00Z', 1, 'LEGACY_PRE_AUDIT', 'LEGACY_PRE_AUDIT')`,
+  );
+  const t = await startTestStack({ services: ['api'], testDb: db });
+  cleanups.push(() => t.close());
+  const agent = await makeAgent(t, { allowed_intents: ['triage'] });
+  const key = (await issueKey(t, agent.agent_id)).api_key;
+  const ask = async () => (await t.call('api', 'POST', '/api/context', { apiKey: key, body: { task_type: 'triage', request_params: { n: 1.5, s: 'é"\\' } } })).body;
+  const output = async (requestId: string) =>
+    expect((await t.call('api', 'POST', '/api/audit/output', { apiKey: key, body: { request_id: requestId, output: { text: 'done', z: [1, 2e21] } } })).status).toBe(201);
+  const first = await ask();
+  for (let i = 0; i < 2; i++) await ask();
+  await output(first.request_id);
+  for (let i = 0; i < 5; i++) await ask();
+  await output(first.request_id);
+  await ask();
+  expect(await transparencyLog(t.ctx).integrate()).not.toBeNull();
+  return { db, t };
+}
+
+/** The tree check as GET /api/audit/verify makes it, and in pages of 3 leaves. */
+async function check(t: TestStack): Promise<Array<{ status: string; tampered_at_leaf: number | null; error: string | null }>> {
+  const v = await t.call('api', 'GET', '/api/audit/verify', { admin: true });
+  expect(v.status).toBe(200);
+  const { leafFailure } = await verifyAuditChain(t.ctx);
+  return [v.body.transparency_log, await verifyTree(t.ctx, leafFailure, 3)];
+}
+
+describe('the tree check of GET /api/audit/verify', () => {
+  it('answers ok over legacy records, context requests and outputs', async () => {
+    for (const r of await check(t)) expect(r).toMatchObject({ status: 'ok', tampered_at_leaf: null, error: null, leaf_count: 12, tree_size: 12, checkpoint_tree_size: 12 });
+  });
+
+  const cases: Array<[string, string[], number | null, RegExp]> = [
+    ['a legacy record changed', ["UPDATE agent_context_requests SET task_type = 'older' WHERE leaf_index = 0"], 0, /record's hash is not the tree's leaf hash/],
+    ['an output changed', ["UPDATE agent_output_logs SET output = '{\"text\": \"undone\"}' WHERE leaf_index = 4"], 4, /record's hash is not the tree's leaf hash/],
+    ["a chained record's stored leaf hash changed", ['UPDATE agent_context_requests SET leaf_hash = sha256(leaf_hash) WHERE leaf_index = 6'], 6, /not what its leaf hash was computed from/],
+    ['a chained record changed, its chains broken', ['UPDATE agent_context_requests SET processing_time_ms = 4242 WHERE leaf_index = 7'], 7, /not what its leaf hash was computed from/],
+    ['a leaf hash in a tile changed', ["UPDATE audit_tlog_tiles SET data = overlay(data PLACING sha256('y'::bytea) FROM 32 * 9 + 1) WHERE level = 0 AND idx = 0"], 9, /record's hash is not the tree's leaf hash/],
+    ['a record removed from the middle', ['DELETE FROM agent_context_requests WHERE leaf_index = 5'], 5, /leaf 5 is missing/],
+    ["an output moved onto a request's leaf", ['UPDATE agent_output_logs SET leaf_index = 3 WHERE leaf_index = 4'], 3, /leaf 3 is held by two records/],
+  ];
+  for (const [name, sql, leaf, error] of cases) {
+    it(`finds ${name}`, async () => {
+      await asOwner(sql);
+      try {
+        for (const r of await check(t)) {
+          expect(r.status).toBe('tampered');
+          expect(r.tampered_at_leaf).toBe(leaf);
+          expect(r.error).toMatch(error);
+        }
+      } finally {
+        await restore();
+      }
+    });
+  }
+
+  it('finds an output changed with its tile entry rewritten to match: the checkpoint disagrees', async () => {
+    await asOwner(["UPDATE agent_output_logs SET output = '{\"text\": \"undone\"}' WHERE leaf_index = 10"]);
+    const [leaf] = await readLeaves(db.owner, 10, 1);
+    await db.owner.exec('ALTER TABLE audit_tlog_tiles DISABLE TRIGGER USER');
+    await db.owner.query('UPDATE audit_tlog_tiles SET data = overlay(data PLACING $1 FROM 32 * 10 + 1) WHERE level = 0 AND idx = 0', [leafHash(leaf!.data)]);
+    await db.owner.exec('ALTER TABLE audit_tlog_tiles ENABLE TRIGGER USER');
+    try {
+      for (const r of await check(t)) {
+        expect(r).toMatchObject({ status: 'tampered', tampered_at_leaf: null });
+        expect(r.error).toMatch(/root at the checkpoint's tree size 12 is not the checkpoint's root/);
+      }
+    } finally {
+      await restore();
+    }
+  });
+
+  it('answers ok again once the log is put back (the cases above each changed only what they say)', async () => {
+    for (const r of await check(t)) expect(r).toMatchObject({ status: 'ok', tampered_at_leaf: null });
+  });
+});
