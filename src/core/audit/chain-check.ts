@@ -301,6 +301,7 @@ export class ByteChainChecker {
   private readonly spans = new Int32Array(26);
   /** 0x00 then the record's leaf data (its canonical JSON, src/core/tlog/leaves.ts). */
   private lb: Buffer = Buffer.allocUnsafeSlow(8192);
+  private lv: DataView = new DataView(this.lb.buffer, this.lb.byteOffset, this.lb.length);
   private readonly lbViews = new Prefixes();
   /** requested_at as ISO text, and the day its first 11 characters are of. */
   private readonly iso = Buffer.alloc(40);
@@ -554,23 +555,30 @@ export class ByteChainChecker {
     const sp = this.spans;
     let need = 1 + LEAF_FIXED;
     for (let k = 0; k < 13; k++) need += sp[2 * k + 1]! - sp[2 * k]!;
-    if (this.lb.length < need) this.lb = grow(this.lb, need, 0);
+    if (this.lb.length < need) {
+      this.lb = grow(this.lb, need, 0);
+      this.lv = new DataView(this.lb.buffer, this.lb.byteOffset, this.lb.length);
+    }
     const lb = this.lb;
-    const c = this.cb;
+    const lv = this.lv;
+    const cv = this.cv;
     lb[0] = 0;
     let d = 1;
-    for (let i = 0; i < LEAF_KEYS.length; i++) {
-      const key = LEAF_KEYS[i]!;
-      d = copy(key, 0, key.length, lb, d);
+    for (let i = 0; i < LEAF_SOURCES.length; i++) {
+      d = wcopy(LEAF_KEY_VIEW, LEAF_KEY_AT[i]!, LEAF_KEY_AT[i + 1]!, lv, d);
       const src = LEAF_SOURCES[i]!;
       if (src >= 0) {
-        d = copy(c, sp[2 * src]!, sp[2 * src + 1]!, lb, d);
+        const s = sp[2 * src]!;
+        const e = sp[2 * src + 1]!;
+        // Short texts by words, long ones natively (each is faster on its side of 256 bytes).
+        if (e - s < 256) d = wcopy(cv, s, e, lv, d);
+        else d += this.cb.copy(lb, d, s, e);
       } else if (src === LEAF_INDEX) {
         if (leaf < 0) lb[d++] = 0x2d;
         d = writeUint(lb, d, Math.abs(leaf));
       } else {
         lb[d++] = Q;
-        d = copy(buf, f[-src]!, f[-src]! + f[1 - src]!, lb, d);
+        d = wcopy(this.sv, this.base + f[-src]!, this.base + f[-src]! + f[1 - src]!, lv, d);
         lb[d++] = Q;
       }
     }
@@ -582,8 +590,8 @@ export class ByteChainChecker {
   private leafText(buf: Buffer, f: Int32Array, leaf: number): Buffer {
     const sp = this.spans;
     let out = '';
-    for (let i = 0; i < LEAF_KEYS.length; i++) {
-      out += LEAF_KEYS[i]!.toString('latin1');
+    for (let i = 0; i < LEAF_SOURCES.length; i++) {
+      out += LEAF_KEY_BYTES.toString('latin1', LEAF_KEY_AT[i]!, LEAF_KEY_AT[i + 1]!);
       const src = LEAF_SOURCES[i]!;
       if (src >= 0) out += this.cb.toString('utf8', sp[2 * src]!, sp[2 * src + 1]!);
       else if (src === LEAF_INDEX) out += String(leaf);
@@ -742,10 +750,12 @@ const LEAF_LAYOUT: Array<[string, number]> = [
   ['task_type', 3],
   ['validation_errors', 6],
 ];
-const LEAF_KEYS = LEAF_LAYOUT.map(([k], i) => Buffer.from(`${i ? ',' : '{'}"${k}":`));
 const LEAF_SOURCES = LEAF_LAYOUT.map(([, s]) => s);
-/** The leaf data's bytes beside the content fields' texts: keys, the three hashes quoted, leaf_index, the closing brace. */
-const LEAF_FIXED = LEAF_KEYS.reduce((n, k) => n + k.length, 0) + 3 * 66 + 21 + 1;
+/** The text before each value (`{"agent_id":`, `,"chain_id":`, ...), one after the other; key i is [LEAF_KEY_AT[i], LEAF_KEY_AT[i + 1]). */
+const LEAF_KEY_BYTES = Buffer.from(LEAF_LAYOUT.map(([k], i) => `${i ? ',' : '{'}"${k}":`).join(''), 'latin1');
+const LEAF_KEY_VIEW = new DataView(LEAF_KEY_BYTES.buffer, LEAF_KEY_BYTES.byteOffset, LEAF_KEY_BYTES.length);
+const LEAF_KEY_AT = LEAF_LAYOUT.reduce((at, [k], i) => [...at, at[i]! + k.length + 4], [0]);
+const LEAF_FIXED = LEAF_KEY_BYTES.length + 3 * 66 + 21 + 1;
 
 function missing(expected: number, seq: number): string {
   return `record ${expected} is missing: the chain goes from ${expected - 1} to ${seq}`;
