@@ -28,7 +28,7 @@ import { openNote } from './note.js';
 export type TreeVerifyResult = components['schemas']['TransparencyLogVerifyResult'];
 
 /** Leaves per page: 256 tiles. */
-const PAGE = 256 * TILE_WIDTH;
+const PAGE = 64 * TILE_WIDTH;
 
 /** RFC 9162 MTH of a growing list, from the hashes of its perfect subtrees (left to right). */
 class CompactRange {
