@@ -46,6 +46,10 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const PROOF_LEAVES = Number(process.env.TLOG_BENCH_PROOF_LEAVES ?? 10_000_000);
 const VERIFY_LEAVES = Number(process.env.TLOG_BENCH_VERIFY_LEAVES ?? 1_000_000);
 const LOAD_SECONDS = Number(process.env.TLOG_BENCH_SECONDS ?? 20);
+const BUNDLE_LEAVES = Number(process.env.TLOG_BENCH_BUNDLE_LEAVES ?? 200_000);
+/** TLOG_BENCH_ONLY: a comma list of parts to run (proofs, verify, lag, bundles); all by default. */
+const ONLY = (process.env.TLOG_BENCH_ONLY ?? '').split(',').filter(Boolean);
+const part = (name: string) => ONLY.length === 0 || ONLY.includes(name);
 /** Proofs timed per kind and pass, in process; and over HTTP. */
 const PROOFS = 2000;
 const HTTP_PROOFS = 300;
@@ -87,9 +91,47 @@ export default async function tlogBench(b: Bench): Promise<void> {
     b.print('skipped: the transparency-log benchmarks run on PostgreSQL only (SVC_TEST_REAL=1 and DATABASE_URL)');
     return;
   }
-  await proofBench(b);
-  await verifySinceBench(b);
-  await checkpointLagBench(b);
+  if (part('proofs')) await proofBench(b);
+  if (part('bundles')) await bundleBench(b);
+  if (part('verify')) await verifySinceBench(b);
+  if (part('lag')) await checkpointLagBench(b);
+}
+
+/**
+ * 4. The server's CPU per leaf serving full entry bundles (tile/entries/<N>): BUNDLE_LEAVES
+ * records loaded as audit.bench loads them (its W2-like records: every third with
+ * request_params, every fifth refused with validation_errors), integrated, then
+ * TransparencyLog.tile('entries', N) for every full bundle, in process, user + system CPU of
+ * this process (process.cpuUsage: the driver's parse, the JSON, the bundle) per leaf. Cold: a
+ * new log, each bundle asked once; again: the same bundles a second time.
+ */
+async function bundleBench(b: Bench): Promise<void> {
+  const n = BUNDLE_LEAVES - (BUNDLE_LEAVES % 256);
+  const t = await createTestDb();
+  const env = testEnv();
+  try {
+    await ensureGenesis(t.db, randomUUID(), systemClock);
+    const [g] = await t.db.query<{ genesis_hash: string }>('SELECT genesis_hash FROM audit_chain_genesis');
+    await loadChain(t, n, g!.genesis_hash);
+    const config = loadConfig(env);
+    const made = await new TransparencyLog({ db: t.db, config, logger: memoryLogger('warn') }).integrate();
+    if (!made || made.treeSize !== n) throw new Error(`expected a checkpoint at ${n}, got ${made?.treeSize}`);
+    const where = `${n} records (audit.bench's chain), ${n / 256} full bundles | PostgreSQL`;
+    const log = new TransparencyLog({ db: t.db, config, logger: memoryLogger('warn') });
+    let bytes = 0;
+    for (const pass of ['cold (new log, each bundle once)', 'again (the same bundles a second time)']) {
+      const c0 = process.cpuUsage();
+      const t0 = performance.now();
+      for (let i = 0; i < n / 256; i++) bytes += (await log.tile('entries', i, undefined)).length;
+      const wall = performance.now() - t0;
+      const c = process.cpuUsage(c0);
+      b.print(`${fmt((c.user + c.system) / n, 2)} µs CPU/leaf (${fmt((wall * 1000) / n, 2)} µs wall/leaf) | TransparencyLog.tile('entries', N) over every full bundle, ${pass}, CPU of this process (process.cpuUsage user + system) | ${where}`);
+    }
+    b.print(`${fmt(bytes / 2 / n)} bytes/leaf in the bundles | ${where}`);
+  } finally {
+    await t.close();
+    fs.rmSync(env.SVC_DATA_DIR!, { recursive: true, force: true });
+  }
 }
 
 /** 1. Proofs at PROOF_LEAVES leaves. */
