@@ -21,7 +21,7 @@ import { AppError } from '../../shared/errors.js';
 import type { Db } from '../db/index.js';
 import { leafCount, readLeafHashes, readLeaves } from './leaves.js';
 import { appendLeaves, consistencyProof, inclusionProof, leafHash, rootHash } from './merkle.js';
-import { asBuffer, newTileCache, tileReader, treeState, writeTiles, type TileCache } from './tiles.js';
+import { asBuffer, newTileCache, tileReader, treeState, warmUpperTiles, writeTiles, type TileCache } from './tiles.js';
 import { formatCheckpoint, parseCheckpoint } from './checkpoint.js';
 import { openNote, parseSignerKey, signNote } from './note.js';
 import { parseWitnessVerifierKey, verifyCosignatureLine } from './cosignature.js';
@@ -68,6 +68,14 @@ export class TransparencyLog {
   /** Reads tiles through `db` with this log's tile cache (`size`: the tree size read within, see tileReader). */
   reader(db: Query = this.ctx.db, size?: number) {
     return tileReader(db, this.cache, size);
+  }
+
+  /**
+   * Loads the full tiles of level >= 1 into the tile cache (one query; see TileCache), so that
+   * a proof reads at most the level-0 and partial tiles it needs. Run as the log starts.
+   */
+  async warm(): Promise<{ tiles: number }> {
+    return { tiles: await warmUpperTiles(this.ctx.db, this.cache) };
   }
 
   /**
