@@ -73,6 +73,7 @@ export const routes = {
   async start(ctx) {
     const log = transparencyLog(ctx);
     await log.checkAgainstPublished();
+    await log.warm();
     return log.startLoop();
   },
 } satisfies RouteModule<operations>;

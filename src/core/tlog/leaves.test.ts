@@ -4,7 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { canonicalJson } from '../../shared/canonical-json.js';
-import type { AuditRecord } from '../audit/read.js';
+import type { AuditRecord, AuditRow } from '../audit/read.js';
+import type { OutputRow } from '../audit/output.js';
 import { auditRecordJson } from './leaves.js';
 
 const tricky = ['', 'plain', 'ünïcode ✓', '"quoted" \\ back', 'line\nbreak\ttab', '\u0001\u001f\u007f', '\u2028\u2029', '😀 surrogate pair', '\uFFFD', '</script>'];
@@ -91,6 +92,169 @@ describe('readLeaves', () => {
       expect((await verifyAuditChain({ db: t.db, clock: systemClock })).leafFailure?.leaf).toBe(7);
     } finally {
       await t.close();
+    }
+  });
+});
+
+describe('readLeaves, PostgreSQL writing the JSON (requestJsonSql)', () => {
+  // Values no writer would store but a column can hold, each kind at least once; the leaves are
+  // compared with the record as the read endpoint's row mapping gives it (toAuditRecord,
+  // toAgentOutput), canonicalized by the `canonicalize` package, and with readLeavesInNode.
+  const objects: Array<unknown> = [
+    null,
+    { b: tricky[1], a: [1, 1.5, -0.25, 2e21, 1e-7, Number('12345678901234567890'), 0, true, false, null], '': { z: {}, y: [] }, 'é': tricky[2], A: tricky[5], '😀': tricky[7] },
+    { error_code: 'VALIDATION_ERROR', errors: [{ path: tricky[4], message: tricky[6] }], n: -1 },
+    { nested: { deeper: { deepest: [[], [[]], { k: '\u0000'.length }] } } },
+    [1, 2, 3],
+    'a JSON string',
+    '{"a JSON string":"holding an object"}',
+    42,
+  ];
+  const times = ['2026-11-26T04:12:15.123Z', '0100-01-01T00:00:00.000Z', '9999-12-31T23:59:59.999Z', '1969-12-31T23:59:59.999Z', '1970-01-01T00:00:00.000Z', '2000-02-29T12:00:00.5Z'];
+  const ints = [null, 0, -1, 2_147_483_647, -2_147_483_648, 7];
+  const arrays = [null, [], [tricky[0]!, tricky[3]!], tricky, ['x', 'NULL']];
+
+  it('is byte for byte the record as read and canonicalized in Node, for every kind of value', { timeout: 120_000 }, async () => {
+    const { createTestDb } = await import('../../../test/harness.js');
+    const { textArrayLiteral } = await import('../audit/writer.js');
+    const { AUDIT_COLUMNS, toAuditRecord } = await import('../audit/read.js');
+    const { OUTPUT_COLUMNS, toAgentOutput } = await import('../audit/output.js');
+    const { readLeaves, readLeavesInNode } = await import('./leaves.js');
+    const t = await createTestDb();
+    try {
+      for (const a of ['agent:a', 'agent:b.c_d-e']) {
+        await t.owner.query(`INSERT INTO agents (agent_id, name, role_id, created_by) VALUES ($1, $1, 'role:x', 'test')`, [a]);
+      }
+      const arr = (v: string[] | null) => (v === null ? null : textArrayLiteral(v));
+      let seq = 1;
+      const request = async (leaf: number, i: number, over: { chain_sequence?: string; requested_at?: string } = {}) => {
+        const t2 = (k: number) => tricky[(i + k) % tricky.length]!;
+        const json = (v: unknown) => (v === null ? null : JSON.stringify(v));
+        await t.owner.query(
+          `INSERT INTO agent_context_requests (request_id, agent_id, task_type, request_params, intent_valid, validation_errors, context_bundle_ids,
+             context_scd_ids, processing_time_ms, requested_at, chain_sequence, previous_hash, record_hash, content_hash, chain_id, parent_request_id, leaf_index)
+           VALUES ($1, $2, $3, $4::jsonb, $5, $6::jsonb, $7::text::text[], $8::text::text[], $9, $10::text::timestamptz, $11::text::bigint, $12, $13, $14, $15, $16, $17)`,
+          [
+            `r${leaf}-${t2(0)}`, i % 3 === 0 ? null : i % 3 === 1 ? 'agent:a' : 'agent:b.c_d-e', t2(1), json(objects[i % objects.length]), i % 2 === 0,
+            json(objects[(i + 3) % objects.length]), arr(arrays[i % arrays.length]!), arr(arrays[(i + 2) % arrays.length]!), ints[i % ints.length],
+            over.requested_at ?? times[i % times.length], over.chain_sequence ?? String(seq++), i % 4 ? t2(2) || 'p' : 'LEGACY_PRE_AUDIT', i % 5 ? t2(3) || 'r' : 'LEGACY_PRE_AUDIT',
+            i % 5 ? t2(4) || 'c' : null, i % 2 ? t2(5) : null, i % 3 ? null : t2(6), leaf,
+          ],
+        );
+      };
+      const output = async (leaf: number, i: number) => {
+        const [req] = await t.owner.query<{ request_id: string }>('SELECT request_id FROM agent_context_requests ORDER BY chain_sequence LIMIT 1');
+        await t.owner.query(
+          `INSERT INTO agent_output_logs (output_id, request_id, agent_id, output_type, output, output_hash, created_at, leaf_index) VALUES ($1, $2, 'agent:a', $3, $4::jsonb, $5, $6::text::timestamptz, $7)`,
+          [`o${leaf}`, req!.request_id, i % 2 ? null : tricky[i % tricky.length], JSON.stringify(objects[1 + (i % 3)]), 'h', times[i % times.length], leaf],
+        );
+      };
+      await t.owner.exec('ALTER TABLE agent_context_requests DISABLE TRIGGER USER');
+      await t.owner.exec('ALTER TABLE agent_output_logs DISABLE TRIGGER USER');
+      // Leaves 0..199 (every seventh an output), a run far up (2^52), and records Node must
+      // write itself: a chain_sequence past 2^53 and years outside 100..9999.
+      for (let i = 0; i < 200; i++) await (i % 7 === 6 ? output(i, i) : request(i, i));
+      const far = 2 ** 52;
+      for (let i = 0; i < 20; i++) await (i % 5 === 4 ? output(far + i, i) : request(far + i, i));
+      await request(1000, 1, { chain_sequence: '9007199254740991' });
+      await request(1001, 2, { chain_sequence: '9007199254740993' });
+      await request(1002, 3, { requested_at: '10000-01-01T00:00:00Z' });
+      await request(1003, 4, { requested_at: '0001-01-01 00:00:00 BC' });
+      await request(1004, 5, { requested_at: '0001-01-01T00:00:00Z' });
+      await request(1005, 6, { requested_at: '0099-12-31T23:59:59.999Z' });
+      await request(1006, 7);
+      await t.owner.exec('ALTER TABLE agent_context_requests ENABLE TRIGGER USER');
+      await t.owner.exec('ALTER TABLE agent_output_logs ENABLE TRIGGER USER');
+
+      const reference = async (from: number, count: number) => {
+        const [rs, os] = await Promise.all([
+          t.db.query<AuditRow>(`SELECT ${AUDIT_COLUMNS} FROM agent_context_requests WHERE leaf_index >= $1 AND leaf_index < $2`, [from, from + count]),
+          t.db.query<OutputRow>(`SELECT ${OUTPUT_COLUMNS} FROM agent_output_logs WHERE leaf_index >= $1 AND leaf_index < $2`, [from, from + count]),
+        ]);
+        const byIndex = new Map<number, string>();
+        for (const r of rs) byIndex.set(Number(r.leaf_index), canonicalJson(toAuditRecord(r)));
+        for (const o of os) byIndex.set(Number(o.leaf_index), canonicalJson(toAgentOutput(o)));
+        return byIndex;
+      };
+      let compared = 0;
+      for (const [from, count, want] of [[0, 200, 200], [0, 256, 200], [37, 50, 50], [far, 20, 20], [far - 1, 5, 0], [1000, 2, 2], [1001, 1, 1], [1002, 1, 1], [1003, 1, 1], [1004, 1, 1], [1005, 1, 1], [1006, 1, 1], [1000, 7, 7]] as const) {
+        const node = await readLeavesInNode(t.db, from, count).catch((x: Error) => x);
+        if (node instanceof Error) {
+          // A date no JavaScript Date holds (a year past 9999, or BC, as the driver parses
+          // them): the read fails as it did.
+          expect(node, `${from}+${count}`).toBeInstanceOf(RangeError);
+          expect(from, 'only the records of the far years may fail').toBeGreaterThanOrEqual(1000);
+          await expect(readLeaves(t.db, from, count)).rejects.toThrow(node.message);
+          continue;
+        }
+        const got = await readLeaves(t.db, from, count);
+        expect(got.length, `${from}+${count}`).toBe(want);
+        const ref = await reference(from, count);
+        for (let k = 0; k < got.length; k++) {
+          expect(got[k]!.index).toBe(from + k);
+          expect(got[k]!.data.toString('utf8'), `leaf ${from + k}`).toBe(ref.get(from + k));
+          expect(got[k]!.data.equals(node[k]!.data), `leaf ${from + k}`).toBe(true);
+          compared++;
+        }
+      }
+      expect(compared).toBeGreaterThanOrEqual(2 * 200 + 50 + 20 + 4);
+      // The records of the first run were written by PostgreSQL, not by the Node fallback.
+      const texts: string[] = [];
+      await readLeaves({ query: (q: string, p?: unknown[]) => (texts.push(q), t.db.query(q, p)) } as typeof t.db, 0, 256);
+      expect(texts.some((q) => q.includes('AS plain'))).toBe(true);
+      expect(texts.some((q) => q.includes('bundle_ids_json'))).toBe(false);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('entry bundles (TransparencyLog.tile)', () => {
+  it('are the bundle of readLeavesInNode; a full one is kept and served again with no query, its prefixes too', { timeout: 120_000 }, async () => {
+    const { createTestDb, testEnv } = await import('../../../test/harness.js');
+    const { ensureGenesis, systemClock } = await import('../../shared/app-context.js');
+    const { memoryLogger } = await import('../../shared/logger.js');
+    const { loadConfig } = await import('../../shared/config.js');
+    const { AuditWriter } = await import('../audit/writer.js');
+    const { TransparencyLog } = await import('./log.js');
+    const { entryBundle } = await import('./tile-path.js');
+    const { readLeavesInNode } = await import('./leaves.js');
+    const { randomUUID } = await import('node:crypto');
+    const fs = await import('node:fs');
+    const t = await createTestDb();
+    const env = testEnv();
+    try {
+      await ensureGenesis(t.db, randomUUID(), systemClock);
+      const w = new AuditWriter({ db: t.db, clock: systemClock, logger: memoryLogger() });
+      await Promise.all(
+        Array.from({ length: 300 }, (_, i) =>
+          w.append({
+            requestId: randomUUID(), agentId: null, taskType: tricky[i % tricky.length]!, requestParams: i % 3 ? null : { [tricky[i % tricky.length]!]: String(i) },
+            intentValid: i % 5 !== 0, validationErrors: i % 5 ? null : { error_code: 'X', n: i }, contextBundleIds: i % 2 ? [tricky[i % tricky.length]!] : null,
+            contextScdIds: null, processingTimeMs: i, chainId: null, parentRequestId: null,
+          }),
+        ),
+      );
+      let queries = 0;
+      // Reads of the records (the checkpoint's size is read again every 200 ms: not counted).
+      const db = { ...t.db, query: ((q: string, p?: unknown[]) => (q.includes('agent_context_requests') && queries++, t.db.query(q, p))) as typeof t.db.query };
+      const log = new TransparencyLog({ db, config: loadConfig(env), logger: memoryLogger('warn') });
+      expect((await log.integrate())?.treeSize).toBe(300);
+      const want = entryBundle((await readLeavesInNode(t.db, 0, 256)).map((l) => l.data));
+      const partial = await log.tile('entries', 0, 10); // read, not kept
+      expect(partial.equals(entryBundle((await readLeavesInNode(t.db, 0, 10)).map((l) => l.data)))).toBe(true);
+      expect((await log.tile('entries', 0, undefined)).equals(want)).toBe(true);
+      const before = queries;
+      expect((await log.tile('entries', 0, undefined)).equals(want)).toBe(true);
+      for (const width of [1, 10, 255]) {
+        expect((await log.tile('entries', 0, width)).equals(entryBundle((await readLeavesInNode(t.db, 0, width)).map((l) => l.data))), `width ${width}`).toBe(true);
+      }
+      expect(queries - before).toBe(0);
+      // The partial bundle past the full one is read (and not kept).
+      expect((await log.tile('entries', 1, 44)).equals(entryBundle((await readLeavesInNode(t.db, 256, 44)).map((l) => l.data)))).toBe(true);
+    } finally {
+      await t.close();
+      fs.rmSync(env.SVC_DATA_DIR!, { recursive: true, force: true });
     }
   });
 });

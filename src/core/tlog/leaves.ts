@@ -56,10 +56,106 @@ export interface Leaf {
 }
 
 /**
+ * The SQL expressions writing a context request's canonical JSON (recordJson's), all of it but
+ * the values of its two free-form objects: `head` runs up to request_params' value, `mid` from
+ * there to validation_errors' value; the record's JSON is head, request_params, mid,
+ * validation_errors, `}`. PostgreSQL's JSON escaping of text (to_json) is JSON.stringify's,
+ * array_to_json is what readLeaves used for the id lists already, requested_at is
+ * timestamptz(3) (to_char's milliseconds are all of it) and the integers print alike below
+ * 2^53; the records where those may not hold are left to Node (see readLeaves).
+ * (The same fragments as firstStoredHashMismatch's.)
+ */
+function requestJsonSql(): { head: string; mid: string } {
+  const j = (col: string) => `coalesce(to_json(${col})::text, 'null')`;
+  const head =
+    `'{"agent_id":' || ${j('agent_id')} || ',"chain_id":' || ${j('chain_id')} || ',"chain_sequence":' || chain_sequence::text` +
+    ` || ',"content_hash":' || ${j('content_hash')} || ',"context_bundle_ids":' || coalesce(array_to_json(context_bundle_ids)::text, 'null')` +
+    ` || ',"context_scd_ids":' || coalesce(array_to_json(context_scd_ids)::text, 'null')` +
+    ` || ',"intent_valid":' || CASE WHEN intent_valid THEN 'true' ELSE 'false' END || ',"leaf_index":' || leaf_index::text` +
+    ` || ',"parent_request_id":' || ${j('parent_request_id')} || ',"previous_hash":' || ${j('previous_hash')}` +
+    ` || ',"processing_time_ms":' || coalesce(processing_time_ms::text, 'null') || ',"record_hash":' || ${j('record_hash')}` +
+    ` || ',"request_id":' || ${j('request_id')} || ',"request_params":'`;
+  const mid = `',"requested_at":"' || to_char(requested_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '","task_type":' || ${j('task_type')} || ',"validation_errors":'`;
+  return { head, mid };
+}
+
+/**
+ * The context requests' leaves, written by PostgreSQL (requestJsonSql): whole for a record
+ * with no free-form object (`json`), else `head` and `mid` around the objects, which Node
+ * canonicalizes. `plain` is false for a record whose integers or date PostgreSQL and
+ * JSON.stringify / toISOString might write differently: past 2^53, or a year outside
+ * 100..9999 (toISOString's are signed six digits past 9999, and the drivers' Date parse takes
+ * years 0..99 as 1950..2049: readLeavesInNode writes 0001 as 2001, and keeps doing so).
+ */
+const REQUEST_LEAVES_SQL = (() => {
+  const { head, mid } = requestJsonSql();
+  const objects = 'request_params IS NOT NULL OR validation_errors IS NOT NULL';
+  return `SELECT leaf_index, request_params, validation_errors,
+      CASE WHEN NOT (${objects}) THEN ${head} || 'null' || ${mid} || 'null}' END AS json,
+      CASE WHEN ${objects} THEN ${head} END AS head, CASE WHEN ${objects} THEN ${mid} END AS mid,
+      (chain_sequence BETWEEN -9007199254740991 AND 9007199254740991
+        AND extract(year FROM requested_at AT TIME ZONE 'UTC') BETWEEN 100 AND 9999) AS plain
+    FROM agent_context_requests WHERE leaf_index >= $1 AND leaf_index < $2 ORDER BY leaf_index`;
+})();
+interface RequestLeafRow {
+  leaf_index: number | string;
+  request_params: unknown;
+  validation_errors: unknown;
+  json: string | null;
+  head: string | null;
+  mid: string | null;
+  plain: boolean;
+}
+
+/** A free-form object's canonical JSON as the read endpoint gives it (toAuditRecord: anything but an object is null). */
+function objectJson(v: unknown): string {
+  let o = v;
+  if (typeof v === 'string') {
+    try {
+      o = JSON.parse(v);
+    } catch {
+      o = null;
+    }
+  }
+  return o && typeof o === 'object' && !Array.isArray(o) ? canonicalJson(o) : 'null';
+}
+
+/**
  * The leaves `from` .. `from + count - 1` that exist, in order, stopping at the first index
  * no record holds (the leaves after a gap are not returned: the tree grows only by a prefix).
+ * A context request's JSON is written by PostgreSQL but for its two free-form objects
+ * (requestJsonSql): parsing every column of a record and writing its JSON here cost about
+ * 40 µs of server CPU a leaf on audit.bench's records (bench/tlog.bench.ts, entry bundles);
+ * leaves.test.ts checks the two ways agree byte for byte (readLeavesInNode).
  */
 export async function readLeaves(db: Pick<Db, 'query'>, from: number, count: number): Promise<Leaf[]> {
+  const to = from + count;
+  const [requests, outputs] = await Promise.all([
+    db.query<RequestLeafRow>(REQUEST_LEAVES_SQL, [from, to]),
+    db.query<OutputRow>(`SELECT ${OUTPUT_COLUMNS} FROM agent_output_logs WHERE leaf_index >= $1 AND leaf_index < $2 ORDER BY leaf_index`, [from, to]),
+  ]);
+  if (requests.some((r) => !r.plain)) return readLeavesInNode(db, from, count);
+  const out: Leaf[] = [];
+  let i = 0;
+  let j = 0;
+  for (let next = from; next < to; next++) {
+    const r = requests[i];
+    const o = outputs[j];
+    let json: string;
+    if (r && Number(r.leaf_index) === next) {
+      json = r.json ?? `${r.head}${objectJson(r.request_params)}${r.mid}${objectJson(r.validation_errors)}}`;
+      i++;
+    } else if (o && Number(o.leaf_index) === next) {
+      json = canonicalJson(toAgentOutput(o));
+      j++;
+    } else break;
+    out.push({ index: next, data: Buffer.from(json, 'utf8') });
+  }
+  return out;
+}
+
+/** readLeaves with every record read whole and written here (recordJson): for the records PostgreSQL might write otherwise. */
+export async function readLeavesInNode(db: Pick<Db, 'query'>, from: number, count: number): Promise<Leaf[]> {
   const to = from + count;
   const [requests, outputs] = await Promise.all([
     db.query<LeafRow>(`SELECT ${LEAF_COLUMNS} FROM agent_context_requests WHERE leaf_index >= $1 AND leaf_index < $2 ORDER BY leaf_index`, [from, to]),

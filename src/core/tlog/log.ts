@@ -15,13 +15,14 @@
  *   file): a tree smaller than it, or with another root at its size, refuses to start.
  */
 import fs from 'node:fs';
+import { LRUCache } from 'lru-cache';
 import path from 'node:path';
 import type { AppContext } from '../../shared/app-context.js';
 import { AppError } from '../../shared/errors.js';
 import type { Db } from '../db/index.js';
 import { leafCount, readLeafHashes, readLeaves } from './leaves.js';
 import { appendLeaves, consistencyProof, inclusionProof, leafHash, rootHash } from './merkle.js';
-import { asBuffer, newTileCache, tileReader, treeState, writeTiles, type TileCache } from './tiles.js';
+import { asBuffer, newTileCache, tileReader, treeState, warmUpperTiles, writeTiles, type TileCache } from './tiles.js';
 import { formatCheckpoint, parseCheckpoint } from './checkpoint.js';
 import { openNote, parseSignerKey, signNote } from './note.js';
 import { parseWitnessVerifierKey, verifyCosignatureLine } from './cosignature.js';
@@ -33,6 +34,8 @@ const TLOG_LOCK = 7_340_101;
 const CHECKPOINT_TTL_MS = 200;
 /** Most leaves integrated per transaction. */
 const CHUNK = 20_000;
+/** Bytes of full entry bundles kept (about 300,000 leaves of audit.bench's records, 850 bytes each). */
+const BUNDLE_CACHE_BYTES = 64 * 1024 * 1024;
 
 export interface Checkpoint {
   treeSize: number;
@@ -50,6 +53,12 @@ export class TransparencyLog {
   private readonly signerKey: string;
   private readonly logKeyName: string;
   private readonly cache: TileCache = newTileCache();
+  /**
+   * Full entry bundles by index: immutable once the checkpoint covers them (the records are,
+   * and a full bundle's leaves are all below the tree size), and what a verifier or mirror
+   * fetches by the thousand.
+   */
+  private readonly bundles = new LRUCache<number, Buffer>({ maxSize: BUNDLE_CACHE_BYTES, sizeCalculation: (b) => Math.max(1, b.length) });
   private readonly witnesses: Array<{ name: string; key: string }>;
   private webhookQueue: string[] = [];
   private webhookBusy = false;
@@ -68,6 +77,14 @@ export class TransparencyLog {
   /** Reads tiles through `db` with this log's tile cache (`size`: the tree size read within, see tileReader). */
   reader(db: Query = this.ctx.db, size?: number) {
     return tileReader(db, this.cache, size);
+  }
+
+  /**
+   * Loads the full tiles of level >= 1 into the tile cache (one query; see TileCache), so that
+   * a proof reads at most the level-0 and partial tiles it needs. Run as the log starts.
+   */
+  async warm(): Promise<{ tiles: number }> {
+    return { tiles: await warmUpperTiles(this.ctx.db, this.cache) };
   }
 
   /**
@@ -266,9 +283,13 @@ export class TransparencyLog {
     const nodes = Math.floor(size / 256 ** l);
     if (index * 256 + w > nodes) throw new AppError('not_found', 'No such tile in the tree of the latest checkpoint');
     if (level === 'entries') {
+      const full = this.bundles.get(index);
+      if (full) return w === 256 ? full : full.subarray(0, bundlePrefix(full, w));
       const leaves = await readLeaves(this.ctx.db, index * 256, w);
       if (leaves.length !== w) throw new AppError('not_found', 'No such entry bundle');
-      return entryBundle(leaves.map((x) => x.data));
+      const bundle = entryBundle(leaves.map((x) => x.data));
+      if (w === 256) this.bundles.set(index, bundle);
+      return bundle;
     }
     const data = Buffer.from(await this.reader(this.ctx.db, size)(l, index));
     if (data.length < w * 32) throw new AppError('not_found', 'No such tile');
@@ -315,6 +336,13 @@ export class TransparencyLog {
     const rows = await this.ctx.db.query('INSERT INTO audit_tlog_cosignatures (tree_size, key_name, line) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING tree_size', [cp.size, known.name, known.line]);
     return { created: rows.length > 0, treeSize: cp.size, witness: known.name };
   }
+}
+
+/** The bytes of an entry bundle's first `count` entries (each a 2-byte big-endian length, then the entry). */
+function bundlePrefix(bundle: Buffer, count: number): number {
+  let at = 0;
+  for (let i = 0; i < count; i++) at += 2 + bundle.readUInt16BE(at);
+  return at;
 }
 
 /** The last checkpoint appended to an export file (its last line; only the file's tail is read), or null. */

@@ -118,26 +118,29 @@ async function subtreeHashFrom(read: ReadTile, level: number, index: number): Pr
         `need ${offset + count * HASH_SIZE} for the subtree at level ${level} index ${index}`,
     );
   }
-  if (data.length === FULL_TILE_BYTES && count > 1) return fullTileNode(data, level % TILE_HEIGHT, first % TILE_WIDTH >> level % TILE_HEIGHT);
-  return hashUp(data, offset, count);
+  if (count > 1) return tileNode(data, level % TILE_HEIGHT, first % TILE_WIDTH >> level % TILE_HEIGHT);
+  return Buffer.from(data.subarray(offset, offset + HASH_SIZE));
 }
 
 /**
- * The inner nodes of full tiles, computed once per tile (a full tile never changes; callers
- * keep the same bytes in their cache): levels 1..8 of the tile's 256 hashes, 255 hashes in all.
- * Without it a proof at 10,000,000 leaves rehashed up to 255 hashes per tile level, about a
- * millisecond of CPU per proof.
+ * The inner nodes of a tile, computed once per tile's bytes (stored hashes never change, a
+ * partial tile only grows, into a new copy; callers keep the same bytes in their cache):
+ * levels 1..8 over the tile's hashes, every complete subtree of them (255 hashes for a full
+ * tile). Without it a proof at 10,000,000 leaves rehashed up to 255 hashes per tile level,
+ * about a millisecond of CPU per proof; partial tiles were still rehashed on every proof (the
+ * rightmost tile of each level, which most proofs need), until they were memoized too.
  */
 const tileNodes = new WeakMap<Uint8Array, Buffer[]>();
-function fullTileNode(data: Uint8Array, level: number, index: number): Buffer {
+function tileNode(data: Uint8Array, level: number, index: number): Buffer {
   let levels = tileNodes.get(data);
   if (!levels) {
     levels = [];
+    const width = Math.floor(data.length / HASH_SIZE);
     let below: Buffer[] = [];
-    for (let i = 0; i < TILE_WIDTH; i++) below.push(Buffer.from(data.buffer, data.byteOffset + i * HASH_SIZE, HASH_SIZE));
-    for (let l = 1; l <= TILE_HEIGHT; l++) {
+    for (let i = 0; i < width; i++) below.push(Buffer.from(data.buffer, data.byteOffset + i * HASH_SIZE, HASH_SIZE));
+    for (let l = 1; l <= TILE_HEIGHT && below.length >= 2; l++) {
       const up: Buffer[] = [];
-      for (let i = 0; i < below.length; i += 2) up.push(nodeHash(below[i]!, below[i + 1]!));
+      for (let i = 0; i + 1 < below.length; i += 2) up.push(nodeHash(below[i]!, below[i + 1]!));
       levels[l] = Buffer.concat(up);
       below = up;
     }
