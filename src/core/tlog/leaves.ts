@@ -63,7 +63,6 @@ export interface Leaf {
  * array_to_json is what readLeaves used for the id lists already, requested_at is
  * timestamptz(3) (to_char's milliseconds are all of it) and the integers print alike below
  * 2^53; the records where those may not hold are left to Node (see readLeaves).
- * (The same fragments as firstStoredHashMismatch's.)
  */
 function requestJsonSql(): { head: string; mid: string } {
   const j = (col: string) => `coalesce(to_json(${col})::text, 'null')`;
