@@ -377,6 +377,36 @@ export class ByteChainChecker {
     this.prevRhLen = this.prevChLen = 64;
   };
 
+  /**
+   * A record's leaf data (src/core/tlog/leaves.ts: its canonical JSON as the read endpoint
+   * returns it), written from a row of CHECK_COLUMNS as verify writes it, checking nothing; null
+   * for a record this cannot write as the read endpoint does (a year outside 100..9999, a
+   * free-form value that is not an object, a chain_sequence or leaf_index past 2^53, an
+   * unparsable value): the caller writes those the general way.
+   */
+  leafData(buf: Buffer, f: Int32Array): Buffer | null {
+    if (f[1] !== 8 || f[33] !== 8) return null;
+    if (buf.buffer !== this.svOf) {
+      this.svOf = buf.buffer;
+      this.sv = new DataView(buf.buffer);
+    }
+    this.base = buf.byteOffset;
+    const seq = int64(buf, f[0]!);
+    const leaf = int64(buf, f[32]!);
+    if (!Number.isSafeInteger(seq) || !Number.isSafeInteger(leaf)) return null;
+    for (const col of [8, 12]) if (f[col + 1]! >= 0 && !(f[col + 1]! > 1 && buf[f[col]! + 1] === 0x7b)) return null; // jsonb: version 1, then '{'
+    try {
+      if (!this.writeIso(buf, f[20]!, f[21]!)) return null;
+      const iso = this.iso;
+      if (iso[4] !== 0x2d || (iso[0] === 0x30 && iso[1] === 0x30)) return null; // years 100..9999 only
+      this.writeContent(buf, f, seq, this.rowLen(f));
+    } catch {
+      return null;
+    }
+    if (this.plainHashes(f)) return Buffer.from(this.lb.subarray(1, this.writeLeaf(buf, f, leaf)));
+    return this.leafText(buf, f, leaf).subarray(1);
+  }
+
   /** The row's bytes: the fields lie one after the other (and 4 per length word). */
   private rowLen(f: Int32Array): number {
     return f[34]! + Math.max(f[35]!, 0) - f[0]!;
@@ -480,6 +510,12 @@ export class ByteChainChecker {
 
   /** content_hash = SHA-256(previous content_hash + the netstring of each field's canonical JSON). */
   private checkContentHash(buf: Buffer, f: Int32Array, seq: number, rowLen: number): boolean {
+    const d = this.writeContent(buf, f, seq, rowLen);
+    return hexEquals(hash('sha256', this.cbViews.get(this.cb, d), 'hex'), buf, f[30]!, f[31]!);
+  }
+
+  /** Writes the content hash's input into cb (noting each field's canonical JSON in spans); returns its length. */
+  private writeContent(buf: Buffer, f: Int32Array, seq: number, rowLen: number): number {
     this.rowRoom = 2 * rowLen + 512;
     this.growCb(this.rowRoom, this.prevChLen);
     let d = this.prevChLen;
@@ -503,9 +539,7 @@ export class ByteChainChecker {
     d = this.mark(9, d, this.int4(buf, f[18]!, f[19]!, d));
     d = this.mark(10, d, this.isoString(d));
     d = this.mark(11, d, this.text(buf, f[22]!, f[23]!, d));
-    d = this.mark(12, d, this.text(buf, f[24]!, f[25]!, d));
-    const c = this.cb;
-    return hexEquals(hash('sha256', this.cbViews.get(c, d), 'hex'), buf, f[30]!, f[31]!);
+    return this.mark(12, d, this.text(buf, f[24]!, f[25]!, d));
   }
 
   /**
