@@ -568,7 +568,8 @@ export class ByteChainChecker {
     // after a chain failure they may hold anything, and the leaf data is written the general way.
     const data = this.failure && !this.plainHashes(f) ? this.leafText(buf, f, leaf) : this.lbViews.get(this.lb, this.writeLeaf(buf, f, leaf));
     this.leavesChecked++;
-    if (hash('sha256', data, 'buffer').compare(buf, f[34]!, f[34]! + 32) !== 0) {
+    // Compared as latin1 ('binary') text: a Buffer digest and its compare cost about a microsecond more.
+    if (hash('sha256', data, 'binary') !== buf.toString('latin1', f[34]!, f[34]! + 32)) {
       const seq = int64(buf, f[0]!);
       this.leafFailure = { leaf, error: `leaf ${leaf}: the record (chain_sequence ${seq}) is not what its leaf hash was computed from (the record or its leaf hash was changed)` };
     }
