@@ -125,24 +125,32 @@ function scanString(b: Uint8Array, i: number, end: number): number {
       if ((((x - 0x20202020) & ~x) | ((q - 0x01010101) & ~q) | ((k - 0x01010101) & ~k) | x) & 0x80808080) break;
       i += 4;
     }
-    if (i >= end) return -1;
-    const c = b[i++]!;
-    if (c === Q) return i;
-    if (c === BS) {
-      sawEscape = true;
+    // Then byte by byte up to the byte that stopped it (within four bytes), and back.
+    for (;;) {
       if (i >= end) return -1;
-      const e = b[i++]!;
-      if (e === Q || e === BS || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74) continue;
-      if (e !== 0x75 || i + 4 > end || b[i] !== 0x30 || b[i + 1] !== 0x30) return -1;
-      const h = b[i + 2]!;
-      const l = b[i + 3]!;
-      const lv = l >= 0x30 && l <= 0x39 ? l - 0x30 : l >= 0x61 && l <= 0x66 ? l - 0x57 : -1;
-      if ((h !== 0x30 && h !== 0x31) || lv < 0) return -1;
-      const n = (h - 0x30) * 16 + lv;
-      if (n === 8 || n === 9 || n === 10 || n === 12 || n === 13) return -1; // \b \t \n \f \r
-      i += 4;
-    } else if (c < 0x20) return -1;
-    else if (c >= 0x80) sawHigh = true;
+      const c = b[i++]!;
+      if (c === Q) return i;
+      if (c === BS) {
+        sawEscape = true;
+        if (i >= end) return -1;
+        const e = b[i++]!;
+        if (e === Q || e === BS || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74) break;
+        if (e !== 0x75 || i + 4 > end || b[i] !== 0x30 || b[i + 1] !== 0x30) return -1;
+        const h = b[i + 2]!;
+        const l = b[i + 3]!;
+        const lv = l >= 0x30 && l <= 0x39 ? l - 0x30 : l >= 0x61 && l <= 0x66 ? l - 0x57 : -1;
+        if ((h !== 0x30 && h !== 0x31) || lv < 0) return -1;
+        const n = (h - 0x30) * 16 + lv;
+        if (n === 8 || n === 9 || n === 10 || n === 12 || n === 13) return -1; // \b \t \n \f \r
+        i += 4;
+        break;
+      }
+      if (c < 0x20) return -1;
+      if (c >= 0x80) {
+        sawHigh = true;
+        break;
+      }
+    }
   }
 }
 
