@@ -5,7 +5,9 @@
  * leaves written as the log writes them (auditRecordJson), then
  *
  * 1. LeafRecordChecker.check per leaf: the JSON.parse path (a parseOnly checker) and the
- *    default one (the byte-level fast path, the parse path for what it cannot prove);
+ *    default one (the byte-level fast path, the parse path for what it cannot prove), also on
+ *    leaves whose SCD lists differ from one record to the next (the fast path compares a long
+ *    value that repeats the previous leaf's instead of scanning it);
  * 2. verifyAppend over those leaves served from memory (entry bundles and hash tiles built
  *    once, before the clock starts): recheck, leaf hashes, tree extension and root.
  *
@@ -28,8 +30,10 @@ const ROUNDS = 5;
 const SCDS = Array.from({ length: 56 }, (_, k) => `scd:${k % 3 ? 'project' : 'meta'}:policy-${['auth', 'input-validation', 'secrets', 'threat-model'][k % 4]}-${k}`);
 const BUNDLES = ['bundle:meta:0.2.0', 'bundle:security:0.1.0', 'bundle:project:1.4.2'];
 
-function fields(i: number, at: Date): ChainFields {
+function fields(i: number, at: Date, vary: boolean): ChainFields {
   const refused = i % 5 === 4;
+  // vary: each record's SCD list its own (rotated, one id renamed), so no two consecutive leaves share it.
+  const scds = vary ? [...SCDS.slice(i % 56), ...SCDS.slice(0, i % 56)].map((x, k) => (k === 0 ? `${x}-${i}` : x)) : SCDS;
   return {
     chain_sequence: i + 1,
     request_id: randomUUID(),
@@ -39,7 +43,7 @@ function fields(i: number, at: Date): ChainFields {
     intent_valid: !refused,
     validation_errors: refused ? { error_code: 'INTENT_NOT_ALLOWED', error_message: 'Task type "deploy_prod" is not among the agent\'s allowed intents' } : null,
     context_bundle_ids: refused ? null : BUNDLES,
-    context_scd_ids: refused ? null : SCDS,
+    context_scd_ids: refused ? null : scds,
     processing_time_ms: i % 7,
     requested_at: at,
     chain_id: null,
@@ -47,14 +51,14 @@ function fields(i: number, at: Date): ChainFields {
   };
 }
 
-function leaves(n: number): Buffer[] {
+function leaves(n: number, vary = false): Buffer[] {
   const genesis = sha256Hex('leaf-check bench');
   let prevRh = genesis;
   let prevCh = genesis;
   const out: Buffer[] = [];
   const base = Date.now() - n;
   for (let i = 0; i < n; i++) {
-    const f = fields(i, new Date(base + i));
+    const f = fields(i, new Date(base + i), vary);
     const rh = computeRecordHash(f, prevRh);
     const ch = computeContentHash(f, prevCh);
     out.push(Buffer.from(auditRecordJson({ ...f, requested_at: f.requested_at.toISOString(), previous_hash: prevRh, record_hash: rh, content_hash: ch, leaf_index: i })));
@@ -103,6 +107,19 @@ export default async function leafCheckBench(b: Bench): Promise<void> {
   }
   b.print(`${range(parse)} | LeafRecordChecker.check, the JSON.parse path (parseOnly), CPU | ${where}`);
   b.print(`${range(byBytes)} | LeafRecordChecker.check, default (${fmt((100 * fast) / N, 1)}% of the leaves by the byte-level fast path), CPU | ${where}`);
+  {
+    const varied = leaves(N, true);
+    const xs: number[] = [];
+    for (let r = 0; r < 3; r++) {
+      xs.push(
+        cpuPerLeaf(() => {
+          const c = new LeafRecordChecker(null);
+          for (let i = 0; i < N; i++) if (c.check(i, varied[i]!)) throw new Error(`leaf ${i}`);
+        }, N),
+      );
+    }
+    b.print(`${range(xs)} | LeafRecordChecker.check, default, every record's SCD list different from the one before (no value repeats from leaf to leaf), CPU | ${where}`);
+  }
   const lh: number[] = [];
   for (let r = 0; r < ROUNDS; r++) lh.push(cpuPerLeaf(() => data.forEach((d) => leafHash(d)), N));
   b.print(`${range(lh)} | merkle.leafHash per leaf (a Buffer.concat and a Buffer digest each), CPU | ${where}`);

@@ -275,7 +275,16 @@ const spanS = new Int32Array(KEYS.length);
 const spanE = new Int32Array(KEYS.length);
 const OBJ = 1;
 const ESC = 2;
+const HIGH = 4;
 const spanF = new Uint8Array(KEYS.length);
+/**
+ * The last value of 64 bytes or more each key had that scanned right, and what the scan saw
+ * in it: a leaf holding the same bytes there is compared (natively) instead of scanned again.
+ * Lists of SCD ids repeat from one record to the next, and scanning one costs about as much
+ * as hashing it.
+ */
+const lastText: Array<Buffer | null> = KEYS.map(() => null);
+const lastF = new Uint8Array(KEYS.length);
 
 /**
  * Finds the spans of the top-level keys of the JSON object b[s, e); false when it is not an
@@ -298,16 +307,31 @@ function scanRecord(b: Uint8Array, s: number, e: number): boolean {
     const ks = i + 1;
     i = scanString(b, ks, e);
     if (i < 0 || i >= e || sawEscape || b[i] !== COLON) return false;
-    const ke = i - 1;
-    sawEscape = sawObject = false;
+    const id = keyId(b, ks, i - 1);
     const vs = ++i;
-    i = scanValue(b, i, e);
-    if (i < 0) return false;
-    const id = keyId(b, ks, ke);
+    const last = id >= 0 ? (lastText[id] ?? null) : null;
+    let f: number;
+    if (last !== null && vs + last.length <= e && last.compare(b, vs, vs + last.length) === 0) {
+      // The value the key had in an earlier leaf (a value of 64 bytes or more ends where its bytes say: no number).
+      i = vs + last.length;
+      f = lastF[id]!;
+      if (f & HIGH) sawHigh = true;
+    } else {
+      const high: boolean = sawHigh;
+      sawEscape = sawObject = sawHigh = false;
+      i = scanValue(b, i, e);
+      if (i < 0) return false;
+      f = (sawObject ? OBJ : 0) | (sawEscape ? ESC : 0) | (sawHigh ? HIGH : 0);
+      sawHigh ||= high;
+      if (id >= 0 && i - vs >= 64) {
+        lastText[id] = Buffer.from(b.subarray(vs, i));
+        lastF[id] = f;
+      }
+    }
     if (id >= 0) {
       spanS[id] = vs;
       spanE[id] = i;
-      spanF[id] = (sawObject ? OBJ : 0) | (sawEscape ? ESC : 0);
+      spanF[id] = f;
     }
     if (i === e - 1) break; // the closing brace
     if (i >= e || b[i] !== COMMA) return false;
