@@ -16,7 +16,7 @@
  * A leaf is first checked on its bytes (`fastCheck`): when it is canonical JSON, each field's
  * canonical JSON text is its value's span in the leaf, so both hash inputs are built by
  * copying spans into reusable buffers, with no parse and no string per field. What that path
- * cannot prove right (escapes in the record_hash strings, a fraction, a non-canonical text,
+ * cannot prove right (an escape in a record_content string, a fraction, a non-canonical text,
  * a legacy record, a broken link, a wrong hash...) goes through JSON.parse and the rules of
  * core/audit/hash.ts (`checkRecord`), which give the verdict: the fast path only ever accepts
  * a leaf that path accepts, with the same effect on the checker.
