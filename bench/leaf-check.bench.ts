@@ -27,13 +27,15 @@ import { verifyAppend, type TlogSource } from '../src/core/tlog/verify-append.js
 
 const N = Number(process.env.BENCH_LEAF_CHECK_LEAVES ?? 100_000);
 const ROUNDS = 5;
-const SCDS = Array.from({ length: 56 }, (_, k) => `scd:${k % 3 ? 'project' : 'meta'}:policy-${['auth', 'input-validation', 'secrets', 'threat-model'][k % 4]}-${k}`);
+/** SCD ids per accepted record: 56 (W2); BENCH_LEAF_CHECK_SCDS=8 for lists as long as those of the records audit.bench and tlog.bench load. */
+const SCD_COUNT = Number(process.env.BENCH_LEAF_CHECK_SCDS ?? 56);
+const SCDS = Array.from({ length: SCD_COUNT }, (_, k) => `scd:${k % 3 ? 'project' : 'meta'}:policy-${['auth', 'input-validation', 'secrets', 'threat-model'][k % 4]}-${k}`);
 const BUNDLES = ['bundle:meta:0.2.0', 'bundle:security:0.1.0', 'bundle:project:1.4.2'];
 
 function fields(i: number, at: Date, vary: boolean): ChainFields {
   const refused = i % 5 === 4;
   // vary: each record's SCD list its own (rotated, one id renamed), so no two consecutive leaves share it.
-  const scds = vary ? [...SCDS.slice(i % 56), ...SCDS.slice(0, i % 56)].map((x, k) => (k === 0 ? `${x}-${i}` : x)) : SCDS;
+  const scds = vary ? [...SCDS.slice(i % SCD_COUNT), ...SCDS.slice(0, i % SCD_COUNT)].map((x, k) => (k === 0 ? `${x}-${i}` : x)) : SCDS;
   return {
     chain_sequence: i + 1,
     request_id: randomUUID(),
@@ -88,7 +90,7 @@ const range = (xs: number[]) => `${fmt(Math.min(...xs), 2)} µs/leaf (rounds ${x
 export default async function leafCheckBench(b: Bench): Promise<void> {
   const data = leaves(N);
   const bytes = data.reduce((s, d) => s + d.length, 0);
-  const where = `${N} W2-sized leaves (${fmt(bytes / N)} bytes each on average; 56 SCD ids, every fifth refused) | in process, no database`;
+  const where = `${N} ${SCD_COUNT === 56 ? 'W2-sized ' : ''}leaves (${fmt(bytes / N)} bytes each on average; ${SCD_COUNT} SCD ids, every fifth refused) | in process, no database`;
 
   const checkAll = (parseOnly: boolean) => () => {
     const c = new LeafRecordChecker(null, false, { parseOnly });

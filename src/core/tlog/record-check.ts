@@ -285,6 +285,9 @@ const spanF = new Uint8Array(KEYS.length);
  */
 const lastText: Array<Buffer | null> = KEYS.map(() => null);
 const lastF = new Uint8Array(KEYS.length);
+/** The keys whose values may repeat (not the hashes, which never do: comparing and keeping them cost a microsecond a leaf). */
+const REPEATING = new Uint8Array(KEYS.length);
+for (const id of [CONTEXT_SCD_IDS, CONTEXT_BUNDLE_IDS, REQUEST_PARAMS, VALIDATION_ERRORS, OUTPUT]) REPEATING[id] = 1;
 
 /**
  * Finds the spans of the top-level keys of the JSON object b[s, e); false when it is not an
@@ -309,7 +312,7 @@ function scanRecord(b: Uint8Array, s: number, e: number): boolean {
     if (i < 0 || i >= e || sawEscape || b[i] !== COLON) return false;
     const id = keyId(b, ks, i - 1);
     const vs = ++i;
-    const last = id >= 0 ? (lastText[id] ?? null) : null;
+    const last = id >= 0 && REPEATING[id] === 1 ? (lastText[id] ?? null) : null;
     let f: number;
     if (last !== null && vs + last.length <= e && last.compare(b, vs, vs + last.length) === 0) {
       // The value the key had in an earlier leaf (a value of 64 bytes or more ends where its bytes say: no number).
@@ -323,7 +326,7 @@ function scanRecord(b: Uint8Array, s: number, e: number): boolean {
       if (i < 0) return false;
       f = (sawObject ? OBJ : 0) | (sawEscape ? ESC : 0) | (sawHigh ? HIGH : 0);
       sawHigh ||= high;
-      if (id >= 0 && i - vs >= 64) {
+      if (id >= 0 && REPEATING[id] === 1 && i - vs >= 64) {
         lastText[id] = Buffer.from(b.subarray(vs, i));
         lastF[id] = f;
       }
