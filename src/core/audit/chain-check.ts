@@ -67,7 +67,7 @@ const MAX_DEPTH = 32;
 const uint32 = (b: Uint8Array, p: number) => int32(b, p) >>> 0;
 
 /** Copies src[s, e) to dst at d; returns the position after it. */
-function copy(src: Uint8Array, s: number, e: number, dst: Uint8Array, d: number): number {
+export function copy(src: Uint8Array, s: number, e: number, dst: Uint8Array, d: number): number {
   // A loop beats a native copy (and the view it needs) up to a few hundred bytes.
   if (e - s > 512) {
     dst.set(src.subarray(s, e), d);
@@ -133,7 +133,7 @@ function digits(v: number): number {
 }
 
 /** Writes a non-negative integer in decimal at d; returns the position after it. */
-function writeUint(dst: Uint8Array, d: number, v: number): number {
+export function writeUint(dst: Uint8Array, d: number, v: number): number {
   const end = d + digits(v);
   let p = end;
   do {
@@ -244,7 +244,7 @@ export function compactJsonb(src: Uint8Array, s: number, e: number, dst: Uint8Ar
  */
 const MAX_CACHED_VIEW = 16384;
 
-class Prefixes {
+export class Prefixes {
   private views: Uint8Array[] = [];
   private of: Buffer | null = null;
 

@@ -101,18 +101,29 @@ export function entryBundle(entries: Uint8Array[]): Buffer {
   return Buffer.concat(parts);
 }
 
-/** The entries of an entry bundle; throws on a truncated length or entry. */
+/**
+ * Where the entries of an entry bundle lie in it: entry k is data[at[k], at[k] + len[k]).
+ * Throws on a truncated length or entry.
+ */
+export function entrySpans(data: Uint8Array): { at: number[]; len: number[] } {
+  const at: number[] = [];
+  const len: number[] = [];
+  let p = 0;
+  while (p < data.length) {
+    if (p + 2 > data.length) throw new Error(`entry bundle truncated: a length prefix at byte ${p} is cut off`);
+    const n = (data[p]! << 8) | data[p + 1]!;
+    p += 2;
+    if (p + n > data.length) throw new Error(`entry bundle truncated: entry ${at.length} needs ${n} bytes, ${data.length - p} remain`);
+    at.push(p);
+    len.push(n);
+    p += n;
+  }
+  return { at, len };
+}
+
+/** The entries of an entry bundle, each a copy; throws on a truncated length or entry. */
 export function parseEntryBundle(data: Uint8Array): Buffer[] {
   const buf = Buffer.from(data.buffer, data.byteOffset, data.length);
-  const out: Buffer[] = [];
-  let at = 0;
-  while (at < buf.length) {
-    if (at + 2 > buf.length) throw new Error(`entry bundle truncated: a length prefix at byte ${at} is cut off`);
-    const len = buf.readUInt16BE(at);
-    at += 2;
-    if (at + len > buf.length) throw new Error(`entry bundle truncated: entry ${out.length} needs ${len} bytes, ${buf.length - at} remain`);
-    out.push(Buffer.from(buf.subarray(at, at + len)));
-    at += len;
-  }
-  return out;
+  const { at, len } = entrySpans(buf);
+  return at.map((s, k) => Buffer.from(buf.subarray(s, s + len[k]!)));
 }
