@@ -156,8 +156,19 @@ export default async function auditBench(b: Bench): Promise<void> {
     if (b.real) {
       // BENCH_NODE_ARGS: extra Node flags for the server, as in the context benchmark (--cpu-prof ...).
       const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+      const startAt = performance.now();
       const proc = await spawnApi(t.appUrl!, deploymentId, { DATABASE_MIGRATION_URL: t.ownerUrl!, LOG_LEVEL: 'error' }, ['api'], nodeArgs);
       try {
+        // The API answers /health before its start hooks end: the transparency log's start
+        // check integrates every record not yet in the tree (here all of them) from the records.
+        // Verify is timed once a checkpoint covers them, so that it runs alone.
+        for (let size = -1; size < n; await new Promise((r) => setTimeout(r, 200))) {
+          const c = await fetch(`${proc.url}/api/audit/tlog/checkpoint`);
+          size = c.status === 200 ? Number((await c.text()).split('\n')[1]) : -1;
+          if (performance.now() - startAt > 1_200_000) throw new Error('no checkpoint covers the chain after 20 minutes');
+        }
+        const startS = (performance.now() - startAt) / 1000;
+        b.print(`${fmt(n / startS)} leaves/s (${startS.toFixed(1)} s) | API start until a checkpoint covers the chain (the start check integrates every leaf from its record; set-up, not a target) | ${n} records | ${db}`);
         // The server's own connections (its pool's backends) and their CPU, from /proc: the
         // database is on the critical path too, and CPU per record shows through the noise
         // of a shared machine where records/s does not.
@@ -194,11 +205,11 @@ export default async function auditBench(b: Bench): Promise<void> {
         const rssPeak = peakRssMb(proc.child.pid!);
         const nodeUs = ((cpuSeconds(proc.child.pid!) - cpu0) / v.record_count) * 1e6;
         const pgUs = ([...seen.values()].reduce((sum, b) => sum + b.to - b.from, 0) / v.record_count) * 1e6;
-        const n = `${v.record_count} records`;
-        b.print(`${fmt(v.record_count / s)} records/s | GET /api/audit/verify, both chains, status ${v.status}, ${s.toFixed(2)} s | ${n} | ${db} | target >= 500,000/s`);
-        b.print(`${fmt(nodeUs, 2)} µs/record | CPU (user + system) of the server process during verify | ${n} | ${db}`);
-        b.print(`${fmt(pgUs, 2)} µs/record | CPU (user + system) of the server's PostgreSQL backends during verify | ${n} | ${db}`);
-        b.print(`${fmt(rssPeak)} MB | peak RSS of the server process during verify (VmHWM; before the call: VmRSS ${fmt(rssBefore)} MB, VmHWM ${fmt(hwmBefore)} MB) | ${n} | ${db} | target < 256 MB`);
+        const what = `${v.record_count} records`;
+        b.print(`${fmt(v.record_count / s)} records/s | GET /api/audit/verify, both chains, status ${v.status}, ${s.toFixed(2)} s | ${what} | ${db} | target >= 500,000/s`);
+        b.print(`${fmt(nodeUs, 2)} µs/record | CPU (user + system) of the server process during verify | ${what} | ${db}`);
+        b.print(`${fmt(pgUs, 2)} µs/record | CPU (user + system) of the server's PostgreSQL backends during verify | ${what} | ${db}`);
+        b.print(`${fmt(rssPeak)} MB | peak RSS of the server process during verify (VmHWM; before the call: VmRSS ${fmt(rssBefore)} MB, VmHWM ${fmt(hwmBefore)} MB) | ${what} | ${db} | target < 256 MB`);
       } finally {
         await proc.stop();
       }
