@@ -43,6 +43,7 @@ import { formatCheckpoint } from '../src/core/tlog/checkpoint.js';
 import { parseSignerKey, signNote } from '../src/core/tlog/note.js';
 import { saveCheckpoint, verifyCheckpoint } from '../cli/lib/tlog-trust.js';
 import { apiService } from '../src/api/index.js';
+import { rng } from '../test/rng.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const PROOF_LEAVES = Number(process.env.TLOG_BENCH_PROOF_LEAVES ?? 10_000_000);
@@ -60,17 +61,6 @@ const BUILD_BATCH = 65_536;
 const ORIGIN = parseSignerKey(TLOG_KEY.signerKey).name;
 const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
 
-/** A deterministic pseudo-random generator (mulberry32): the same leaves and pairs every run. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** p50/p99/max of latencies in ms. */
 function stats(ms: number[]): string {

@@ -137,24 +137,37 @@ export async function readLeaves(db: Pick<Db, 'query'> & Partial<Pick<Db, 'raw' 
   }
   const [requests, outputs] = await Promise.all([
     db.query<RequestLeafRow>(REQUEST_LEAVES_SQL, [from, to]),
-    db.query<OutputRow>(`SELECT ${OUTPUT_COLUMNS} FROM agent_output_logs WHERE leaf_index >= $1 AND leaf_index < $2 ORDER BY leaf_index`, [from, to]),
+    outputsIn(db, from, to),
   ]);
   if (requests.some((r) => !r.plain)) return readLeavesInNode(db, from, count);
+  return mergeLeaves(from, to, requests, (r) => r.json ?? `${r.head}${objectJson(r.request_params)}${r.mid}${objectJson(r.validation_errors)}}`, outputs);
+}
+
+/** The outputs whose leaf index is in [from, to), in leaf order. */
+const outputsIn = (db: Pick<Db, 'query'>, from: number, to: number) =>
+  db.query<OutputRow>(`SELECT ${OUTPUT_COLUMNS} FROM agent_output_logs WHERE leaf_index >= $1 AND leaf_index < $2 ORDER BY leaf_index`, [from, to]);
+
+/**
+ * The leaves from `from` (below `to`) in order, from the context requests (`requests`, in leaf
+ * order, each written by `json`) and the outputs (in leaf order), stopping at the first index
+ * neither holds (the tree grows only by a gapless prefix).
+ */
+function mergeLeaves<R extends { leaf_index: number | string }>(from: number, to: number, requests: R[], json: (r: R) => string | Buffer, outputs: OutputRow[]): Leaf[] {
   const out: Leaf[] = [];
   let i = 0;
   let j = 0;
   for (let next = from; next < to; next++) {
     const r = requests[i];
     const o = outputs[j];
-    let json: string;
+    let data: string | Buffer;
     if (r && Number(r.leaf_index) === next) {
-      json = r.json ?? `${r.head}${objectJson(r.request_params)}${r.mid}${objectJson(r.validation_errors)}}`;
+      data = json(r);
       i++;
     } else if (o && Number(o.leaf_index) === next) {
-      json = canonicalJson(toAgentOutput(o));
+      data = canonicalJson(toAgentOutput(o));
       j++;
     } else break;
-    out.push({ index: next, data: Buffer.from(json, 'utf8') });
+    out.push({ index: next, data: typeof data === 'string' ? Buffer.from(data, 'utf8') : data });
   }
   return out;
 }
@@ -172,11 +185,11 @@ async function readLeavesByCopy(db: Db, from: number, to: number): Promise<Leaf[
   if (!Number.isSafeInteger(from) || !Number.isSafeInteger(to)) return null;
   const query = `COPY (SELECT ${CHECK_COLUMNS} FROM agent_context_requests r WHERE r.leaf_index >= ${from} AND r.leaf_index < ${to} ORDER BY r.leaf_index) TO STDOUT WITH (FORMAT binary)`;
   const writer = new ByteChainChecker('', null);
-  const requests: Array<{ index: number; data: Buffer | null }> = [];
+  const requests: Array<{ leaf_index: number; data: Buffer | null }> = [];
   const row = (buf: Buffer, f: Int32Array): void => {
-    requests.push({ index: f[33] === 8 ? int64(buf, f[32]!) : NaN, data: writer.leafData(buf, f) });
+    requests.push({ leaf_index: f[33] === 8 ? int64(buf, f[32]!) : NaN, data: writer.leafData(buf, f) });
   };
-  const outputsP = db.query<OutputRow>(`SELECT ${OUTPUT_COLUMNS} FROM agent_output_logs WHERE leaf_index >= $1 AND leaf_index < $2 ORDER BY leaf_index`, [from, to]);
+  const outputsP = outputsIn(db, from, to);
   outputsP.catch(() => {}); // awaited below
   if (db.raw) {
     await forEachCopyBinaryRow(await db.raw.unsafe(query).readable(), N_CHECK_COLUMNS, row);
@@ -190,26 +203,12 @@ async function readLeavesByCopy(db: Db, from: number, to: number): Promise<Leaf[
   // The records leafData leaves to the general way, one by one (rare: see leafData).
   for (const r of requests) {
     if (r.data) continue;
-    if (!Number.isSafeInteger(r.index)) return null;
-    const [leaf] = await readLeavesInNode(db, r.index, 1);
+    if (!Number.isSafeInteger(r.leaf_index)) return null;
+    const [leaf] = await readLeavesInNode(db, r.leaf_index, 1);
     if (!leaf) return null; // gone meanwhile: the caller reads the range again
     r.data = leaf.data;
   }
-  const out: Leaf[] = [];
-  let i = 0;
-  let j = 0;
-  for (let next = from; next < to; next++) {
-    const r = requests[i];
-    const o = outputs[j];
-    if (r && r.index === next) {
-      out.push({ index: next, data: r.data! });
-      i++;
-    } else if (o && Number(o.leaf_index) === next) {
-      out.push({ index: next, data: Buffer.from(canonicalJson(toAgentOutput(o)), 'utf8') });
-      j++;
-    } else break;
-  }
-  return out;
+  return mergeLeaves(from, to, requests, (r) => r.data!, outputs);
 }
 
 /** readLeaves with every record read whole and written here (recordJson): for the records PostgreSQL might write otherwise. */
@@ -217,25 +216,9 @@ export async function readLeavesInNode(db: Pick<Db, 'query'>, from: number, coun
   const to = from + count;
   const [requests, outputs] = await Promise.all([
     db.query<LeafRow>(`SELECT ${LEAF_COLUMNS} FROM agent_context_requests WHERE leaf_index >= $1 AND leaf_index < $2 ORDER BY leaf_index`, [from, to]),
-    db.query<OutputRow>(`SELECT ${OUTPUT_COLUMNS} FROM agent_output_logs WHERE leaf_index >= $1 AND leaf_index < $2 ORDER BY leaf_index`, [from, to]),
+    outputsIn(db, from, to),
   ]);
-  const out: Leaf[] = [];
-  let i = 0;
-  let j = 0;
-  for (let next = from; next < to; next++) {
-    const r = requests[i];
-    const o = outputs[j];
-    let json: string;
-    if (r && Number(r.leaf_index) === next) {
-      json = recordJson(toAuditRecord({ ...r, context_bundle_ids: null, context_scd_ids: null }), r.bundle_ids_json ?? 'null', r.scd_ids_json ?? 'null');
-      i++;
-    } else if (o && Number(o.leaf_index) === next) {
-      json = canonicalJson(toAgentOutput(o));
-      j++;
-    } else break;
-    out.push({ index: next, data: Buffer.from(json, 'utf8') });
-  }
-  return out;
+  return mergeLeaves(from, to, requests, (r) => recordJson(toAuditRecord({ ...r, context_bundle_ids: null, context_scd_ids: null }), r.bundle_ids_json ?? 'null', r.scd_ids_json ?? 'null'), outputs);
 }
 
 /** The number of leaves: one past the highest leaf index of either table (0 for none). */

@@ -12,18 +12,8 @@ import { describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import { canonicalJson, computeContentHash, computeRecordHash, LEGACY_SENTINEL, sha256Hex, storableJson, type ChainFields } from '../audit/hash.js';
 import { LeafRecordChecker, type ChainTip } from './record-check.js';
+import { rng } from '../../../test/rng.js';
 
-/** mulberry32: the same leaves every run. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const GENESIS = sha256Hex('record-check genesis');
 const PIECES = ['a', 'Z', '0', ' ', 'scd:project:x', '"', '\\', '/', '\n', '\t', '\b', '\f', '\r', '\u0001', '\u001f', '\u007f', '\u0000', 'é', '€', '\u2028', '\uFFFD', '😀', '𝄞', '\ud800', '\udfff', '{', '}', '[', ']', ',', ':'];

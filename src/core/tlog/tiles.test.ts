@@ -10,6 +10,7 @@ import { rfcLeafHash, rfcMth, rfcVerifyConsistency, rfcVerifyInclusion } from '.
 import type { Db } from '../db/index.js';
 import { appendLeaves, consistencyProof, inclusionProof, leafHash, rootHash, type ReadTile } from './merkle.js';
 import { asBuffer, newTileCache, readTiles, tileReader, treeState, warmUpperTiles, writeTiles } from './tiles.js';
+import { rng } from '../../../test/rng.js';
 
 const data = (i: number) => Buffer.from(`leaf ${i}`);
 
@@ -41,17 +42,6 @@ const perTile =
     return row ? asBuffer(row.data) : Buffer.alloc(0);
   };
 
-/** A deterministic pseudo-random generator (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const hex = (hs: Buffer[]) => hs.map((h) => h.toString('hex'));
 
