@@ -337,11 +337,7 @@ export class ByteChainChecker {
   readonly row = (buf: Buffer, f: Int32Array): void => {
     this.count++;
     if (f[1] !== 8) throw new Error('chain_sequence is not int8');
-    if (buf.buffer !== this.svOf) {
-      this.svOf = buf.buffer;
-      this.sv = new DataView(buf.buffer);
-    }
-    const base = (this.base = buf.byteOffset);
+    const base = this.at(buf);
     if (this.failure) return this.leafOnly(buf, f);
     const seq = int64(buf, f[0]!);
     const isFirst = this.first === null;
@@ -386,11 +382,7 @@ export class ByteChainChecker {
    */
   leafData(buf: Buffer, f: Int32Array): Buffer | null {
     if (f[1] !== 8 || f[33] !== 8) return null;
-    if (buf.buffer !== this.svOf) {
-      this.svOf = buf.buffer;
-      this.sv = new DataView(buf.buffer);
-    }
-    this.base = buf.byteOffset;
+    this.at(buf);
     const seq = int64(buf, f[0]!);
     const leaf = int64(buf, f[32]!);
     if (!Number.isSafeInteger(seq) || !Number.isSafeInteger(leaf)) return null;
@@ -405,6 +397,15 @@ export class ByteChainChecker {
     }
     if (this.plainHashes(f)) return Buffer.from(this.lb.subarray(1, this.writeLeaf(buf, f, leaf)));
     return this.leafText(buf, f, leaf).subarray(1);
+  }
+
+  /** Points sv and base at the row's bytes; returns base. */
+  private at(buf: Buffer): number {
+    if (buf.buffer !== this.svOf) {
+      this.svOf = buf.buffer;
+      this.sv = new DataView(buf.buffer);
+    }
+    return (this.base = buf.byteOffset);
   }
 
   /** The row's bytes: the fields lie one after the other (and 4 per length word). */

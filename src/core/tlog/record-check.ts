@@ -105,6 +105,13 @@ let view: DataView = new DataView(new ArrayBuffer(0));
 let viewOf: ArrayBufferLike | null = null;
 let viewBase = 0;
 
+/** An object key and its colon at b[i]: the position after the colon, or -1. */
+function scanKey(b: Uint8Array, i: number, end: number): number {
+  if (i >= end || b[i] !== Q) return -1;
+  i = scanString(b, i + 1, end);
+  return i < 0 || i >= end || b[i] !== COLON ? -1 : i + 1;
+}
+
 /**
  * The position after the string whose opening quote is at i - 1, or -1 when it is not a JSON
  * string as JSON.stringify writes it: a control character escaped other than as JSON.stringify
@@ -201,12 +208,7 @@ function scanValue(b: Uint8Array, i: number, end: number): number {
       else {
         if (depth >= MAX_DEPTH) return -1;
         stack[depth++] = c;
-        if (c === LBRACE) {
-          if (i >= end || b[i] !== Q) return -1;
-          i = scanString(b, i + 1, end);
-          if (i < 0 || i >= end || b[i] !== COLON) return -1;
-          i++;
-        }
+        if (c === LBRACE && (i = scanKey(b, i, end)) < 0) return -1;
         continue;
       }
     } else if (c === 0x74) i = scanWord(b, i, end, TRUE);
@@ -228,12 +230,7 @@ function scanValue(b: Uint8Array, i: number, end: number): number {
       }
       if (d !== COMMA) return -1;
       i++;
-      if (open === LBRACE) {
-        if (i >= end || b[i] !== Q) return -1;
-        i = scanString(b, i + 1, end);
-        if (i < 0 || i >= end || b[i] !== COLON) return -1;
-        i++;
-      }
+      if (open === LBRACE && (i = scanKey(b, i, end)) < 0) return -1;
       break;
     }
   }
