@@ -104,5 +104,5 @@ export async function createBundle(ctx: AppContext, input: BundleCreate): Promis
   });
   await announceContentChange(ctx, contentVersion);
   ctx.logger.info('bundle published', { bundle: ref, validation_status: result.validation_status, findings: result.validation_errors?.length ?? 0 });
-  return result;
+  return { ...result, content_revision: contentVersion };
 }

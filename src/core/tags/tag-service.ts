@@ -133,7 +133,7 @@ export async function createTag(ctx: AppContext, input: TagCreate): Promise<Tag>
   });
   await publishTagUpdate(ctx, v, tag);
   ctx.logger.info('tag created', { tag: tag.tag, bundle: root });
-  return tag;
+  return { ...tag, content_revision: v };
 }
 
 export async function moveTag(ctx: AppContext, name: string, input: TagMove): Promise<Tag> {
@@ -158,7 +158,7 @@ export async function moveTag(ctx: AppContext, name: string, input: TagMove): Pr
   });
   await publishTagUpdate(ctx, v, tag);
   ctx.logger.info('tag moved', { tag: name, bundle: root });
-  return tag;
+  return { ...tag, content_revision: v };
 }
 
 export async function getTag(ctx: AppContext, name: string): Promise<Tag> {

@@ -1343,7 +1343,6 @@ export interface components {
              */
             explain?: boolean;
             /**
-             * Format: int64
              * @description Answer from content no older than this `content_revision` (for example the one a
              *     deployment answered): wait up to 2 seconds for it, else 409.
              */
