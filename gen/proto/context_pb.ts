@@ -256,7 +256,7 @@ export type ScdSelection = Message<"svc.context.v1.ScdSelection"> & {
   roleId: string;
 
   /**
-   * For `governs`: the selected SCDs it governs directly.
+   * For `governs`: the SCDs of the role's selection (before restrictions) that it governs directly.
    *
    * @generated from field: repeated string governs = 3;
    */

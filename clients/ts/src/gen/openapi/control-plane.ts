@@ -1433,7 +1433,7 @@ export interface components {
              */
             reason: "role" | "all_roles" | "governs" | "override";
             role_id?: components["schemas"]["RoleId"];
-            /** @description For `governs`, the selected SCDs it governs directly. */
+            /** @description For `governs`, the SCDs of the role's selection (before restrictions) that it governs directly. */
             governs?: components["schemas"]["ScdId"][];
             bundle_id: components["schemas"]["BundleId"];
             /** @description The version whose stored snapshot of the SCD was served. */
