@@ -43,7 +43,7 @@ export type ContextErrorCode = components['schemas']['ContextError']['error_code
 type RefusalCode = ContextErrorCode | 'REVISION_NOT_REACHED';
 
 /** How long (ms) a request with `at_least_revision` waits for that content revision. */
-export const REVISION_WAIT_MS = 2000;
+const REVISION_WAIT_MS = 2000;
 
 export interface ContextRequestInput {
   /** The audit record's id (a UUID v4). */

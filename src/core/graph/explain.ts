@@ -170,7 +170,6 @@ async function compute(db: Db, snap: Snapshot, selected: SelectedContext, input:
   const u = snap.universe;
   const paths = await importPaths(db, u);
   const overrides = new Set(input.overrides);
-  const restricted = new Set(input.restrictions);
   const base = roleBase(u, input.roleId);
   const inBase = new Set(base);
   // Who governs whom among the role's own SCDs (before overrides and restrictions).

@@ -27,7 +27,7 @@ export function snapshotCache<V extends object>(snap: Snapshot, name: string): L
 }
 
 /** How often (ms) a request waiting for a content revision re-reads the counter without a broker message. */
-export const REVISION_RECHECK_MS = 250;
+const REVISION_RECHECK_MS = 250;
 
 export class ContentCache {
   private snap: Snapshot | null = null;
