@@ -231,8 +231,9 @@ export interface paths {
          *     the revision they produced (`content_revision` on `POST /api/bundles`,
          *     `POST /api/deploy`, `POST /api/tags` and `PUT /api/tags/{tag}`). A request with
          *     `at_least_revision` above the revision this process has waits, after the key and
-         *     intent checks, up to 2 seconds for it (broker channel `svc:content-changes`, and
-         *     the counter re-read every 250 ms and once more at the end) and is then answered
+         *     intent checks, up to 2 seconds for it (woken by the broker channel
+         *     `svc:content-changes`; the counter is re-read at once, after each wake-up, every
+         *     250 ms and at the end) and is then answered
          *     with the revision reached, or refused with 409 and the general error body
          *     (`error` `conflict`, `details` `{content_revision, at_least_revision, request_id,
          *     audit_leaf_index}`). The 409 is audited like every other refusal: one record with

@@ -20,7 +20,7 @@ import type { ValidationIssue } from '../../shared/errors.js';
 import { verifyAgentKey } from '../keys/verify-key.js';
 import { selectContext, type SelectedContext } from '../graph/select.js';
 import { explainSelection, type ContextExplanation } from '../graph/explain.js';
-import { contentCache } from '../graph/materialization.js';
+import { contentCache, type ContentCache } from '../graph/materialization.js';
 import { appendAudit, type AuditEntry } from '../audit/writer.js';
 import { countContextRequest, type ContextOutcomeLabel } from '../../shared/metrics.js';
 
@@ -158,7 +158,14 @@ async function run(ctx: AppContext, input: ContextRequestInput): Promise<Context
   // hold a request open) until this process has the content revision asked for.
   if (given.atLeastRevision !== null) {
     const wanted = given.atLeastRevision;
-    const { snapshot, reached } = await contentCache(ctx).atLeast(wanted, REVISION_WAIT_MS);
+    let waited: Awaited<ReturnType<ContentCache['atLeast']>>;
+    try {
+      waited = await contentCache(ctx).atLeast(wanted, REVISION_WAIT_MS);
+    } catch (e) {
+      ctx.logger.error('content revision check failed', { request_id: requestId, error: e as Error });
+      return refuse('INTERNAL_ERROR', 'Internal error', key.agentId, key.roleId);
+    }
+    const { snapshot, reached } = waited;
     if (!reached) {
       const message = `Content revision ${wanted} was not reached within ${REVISION_WAIT_MS / 1000} s (this process has ${snapshot.version}); retry later`;
       const out = await refused('REVISION_NOT_REACHED', message, key.agentId, key.roleId, { content_revision: snapshot.version, at_least_revision: wanted });

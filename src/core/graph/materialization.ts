@@ -65,15 +65,17 @@ export class ContentCache {
    * the last time at the deadline. Costs nothing unless asked: the hot path never calls it.
    */
   async atLeast(revision: number, timeoutMs: number): Promise<{ snapshot: Snapshot; reached: boolean }> {
-    let snap = await this.current();
+    const first = await this.current();
+    if (first.version >= revision) return { snapshot: first, reached: true };
     const deadline = this.now() + timeoutMs;
-    while (snap.version < revision) {
+    for (;;) {
+      // Re-read the counter now (the write may have landed elsewhere with its message lost), after each wake-up, and at the deadline.
+      const snap = await this.refreshShared();
+      if (snap.version >= revision) return { snapshot: snap, reached: true };
       const left = deadline - this.now();
       if (left <= 0) return { snapshot: snap, reached: false };
       await this.nextInvalidation(Math.min(left, REVISION_RECHECK_MS));
-      snap = await this.refreshShared();
     }
-    return { snapshot: snap, reached: true };
   }
 
   private nextInvalidation(ms: number): Promise<void> {
