@@ -3,7 +3,8 @@
  * `POST /api/context` and gRPC `RequestContext`. It never sees HTTP or protobuf.
  *
  * The six steps, in order: authenticate the key (and the agent), [validate the body],
- * check the intent (agent's allowed intents, narrowed by the key's scopes), select the
+ * check the intent (agent's allowed intents, narrowed by the key's scopes), [wait for the
+ * content revision the body asks for with `at_least_revision`, up to 2 s], select the
  * role's SCDs, apply overrides and restrictions (both inside selectContext), then write the
  * audit record and answer.
  *

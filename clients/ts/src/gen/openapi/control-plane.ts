@@ -201,7 +201,7 @@ export interface paths {
          *        deterministic (ascending SCD id).
          *     5. Write the audit record and return.
          *
-         *     Every request answered 200, 400, 401, 403 or 413 writes exactly one audit record
+         *     Every request answered 200, 400, 401, 403, 409 or 413 writes exactly one audit record
          *     (`intent_valid` false and `validation_errors` `{error_code, error_message, errors?}`
          *     set when rejected; `agent_id` null when no agent was identified; `task_type` is the
          *     submitted string, at most its first 1,024 characters, or the empty string when it is
