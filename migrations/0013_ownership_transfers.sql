@@ -19,9 +19,9 @@ CREATE TABLE owners (
 
 INSERT INTO owners (owner_id) VALUES ('org-admin');
 
-ALTER TABLE agents ADD COLUMN owner_id text REFERENCES owners (owner_id);
-UPDATE agents SET owner_id = 'org-admin';
-ALTER TABLE agents ALTER COLUMN owner_id SET NOT NULL;
+-- The default covers rows written without the service (the service always names the owner,
+-- ORG_ADMIN_OWNER_ID when none is given); ADD COLUMN with a default fills existing rows.
+ALTER TABLE agents ADD COLUMN owner_id text NOT NULL DEFAULT 'org-admin' REFERENCES owners (owner_id);
 CREATE INDEX agents_owner_id_idx ON agents (owner_id);
 
 -- One row per transfer (spec 2.14). agent_id is the agent's text id (`agent:<name>`), not a

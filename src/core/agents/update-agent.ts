@@ -9,6 +9,9 @@ import type { AppContext } from '../../shared/app-context.js';
 import type { Db } from '../db/index.js';
 import { invalidateKeys } from '../keys/key-cache.js';
 import { ownerUnverifiable } from './create-agent.js';
+import type { Who } from '../audit/events.js';
+import { reassignOwner } from '../ownership/force-assign.js';
+import { lockActiveOwner } from '../ownership/transfer-store.js';
 import { and, eq } from 'drizzle-orm';
 import { agentApiKeys, agentPolicyOverrides, agents } from '../db/schema/index.js';
 import { assertUnderCap, getAgentRow, intentsToStore, lockAgentCap, syncAgentGraph, toAgent, type Agent } from './agent-store.js';
@@ -29,7 +32,7 @@ async function revokeAgentKeys(db: Db, agentId: string, at: Date): Promise<numbe
   return rows.length;
 }
 
-export async function updateAgent(ctx: AppContext, agentId: string, input: UpdateAgentInput): Promise<Agent> {
+export async function updateAgent(ctx: AppContext, agentId: string, input: UpdateAgentInput, who: Who = { actor: 'admin', request_id: null }): Promise<Agent> {
   if (input.owner_verified === true) throw ownerUnverifiable();
   const now = ctx.clock.now();
   const cap = ctx.license?.agent_cap ?? 0;
@@ -38,7 +41,11 @@ export async function updateAgent(ctx: AppContext, agentId: string, input: Updat
       // Un-revoking adds to the licensed count: take the cap lock before the row lock, in the
       // same order as createAgent, so the two cannot deadlock.
       if (input.status && input.status !== 'revoked' && cap > 0) await lockAgentCap(db);
+      // A new owner is locked before the agent (the lock order of ownership/transfer-store.ts).
+      if (input.owner_id) await lockActiveOwner(db, input.owner_id, now);
       const cur = await getAgentRow(db, agentId, true);
+      // Another owner: an admin's reassignment, recorded as a completed transfer (force_assigned).
+      const recordReassignment = input.owner_id ? await reassignOwner(ctx, db, cur, input.owner_id, who) : null;
       if (input.status && input.status !== 'revoked' && cur.status === 'revoked' && cap > 0) await assertUnderCap(db, cap);
       // A field left out (or a null name, intents or status) keeps its stored value; a null
       // description or owner_name clears it.
@@ -56,6 +63,7 @@ export async function updateAgent(ctx: AppContext, agentId: string, input: Updat
         .where(eq(agents.agent_id, agentId))
         .returning();
       if (input.status === 'revoked') await revokeAgentKeys(db, agentId, now);
+      await recordReassignment?.();
       return toAgent(row);
     });
   } finally {

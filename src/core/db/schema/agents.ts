@@ -18,5 +18,5 @@ export const agents = pgTable('agents', {
   owner_name: text('owner_name'),
   owner_verified: boolean('owner_verified').notNull().default(false),
   /** The accountable owner (a row of `owners`); never null: an agent is never ownerless. */
-  owner_id: text('owner_id').notNull(),
+  owner_id: text('owner_id').notNull().default('org-admin'),
 });
