@@ -9,7 +9,7 @@
 -- another org admin moves them with POST /api/owners/org-admin/deactivate, which starts a
 -- pending transfer of each to the configured org admin (README: Ownership transfers).
 CREATE TABLE owners (
-  owner_id        text PRIMARY KEY CHECK (owner_id ~ '^[A-Za-z0-9._:@-]{1,256}$'),
+  owner_id        text PRIMARY KEY CHECK (owner_id ~ '^[A-Za-z0-9._:@-]+$' AND length(owner_id) <= 256),
   status          text NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'deactivated')),
   created_at      timestamptz(3) NOT NULL DEFAULT now(),
   deactivated_at  timestamptz(3),

@@ -114,10 +114,12 @@ export interface NewTransfer {
 export async function insertPendingTransfer(ctx: AppContext, db: Db, who: Who, t: NewTransfer): Promise<OwnershipTransferCreated> {
   const now = ctx.clock.now();
   const { token, hash } = newAcceptanceToken();
-  const expires = new Date(t.effective_at.getTime() + ctx.config.ownership.transferWindowHours * 3_600_000);
+  // Never before the request (the clock has moved on since the caller read it).
+  const effective = t.effective_at < now ? now : t.effective_at;
+  const expires = new Date(effective.getTime() + ctx.config.ownership.transferWindowHours * 3_600_000);
   const [row] = await db.orm
     .insert(agentOwnershipTransfers)
-    .values({ id: randomUUID(), ...t, status: 'pending', initiated_at: now, expires_at: expires, acceptance_token_hash: hash })
+    .values({ id: randomUUID(), ...t, status: 'pending', initiated_at: now, effective_at: effective, expires_at: expires, acceptance_token_hash: hash })
     .onConflictDoNothing()
     .returning();
   if (!row) throw new AppError('conflict', `A transfer of agent ${t.agent_id} is already pending`, { details: { agent_id: t.agent_id } });
