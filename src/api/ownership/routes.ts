@@ -2,7 +2,7 @@
 import type { operations } from '../../../gen/openapi/control-plane.js';
 import type { RouteModule } from '../../shared/service.js';
 import { AppError } from '../../shared/errors.js';
-import type { Who } from '../../core/audit/events.js';
+import { whoOf } from '../../shared/http/who.js';
 import { acceptTransfer } from '../../core/ownership/accept-transfer.js';
 import { cancelTransfer, rejectTransfer } from '../../core/ownership/close-transfer.js';
 import { deactivateOwner } from '../../core/ownership/deactivate-owner.js';
@@ -10,11 +10,6 @@ import { startTransferExpiryJob } from '../../core/ownership/expire-transfers.js
 import { forceAssignTransfer } from '../../core/ownership/force-assign.js';
 import { getOwnershipHistory } from '../../core/ownership/ownership-history.js';
 import { requestTransfer } from '../../core/ownership/request-transfer.js';
-
-/** The acting admin (the admin key's name) and the request id, for the management events. */
-export function whoOf(req: { requestId: string; actor?: string | null }): Who {
-  return { actor: req.actor ?? 'anonymous', request_id: req.requestId };
-}
 
 /** The acceptance token: header X-Acceptance-Token or body acceptance_token; both given must agree. */
 function tokenOf(headers: Record<string, string>, body: { acceptance_token?: string } | undefined): string | null {

@@ -16,16 +16,11 @@
  * No secret ever goes into an event: API keys appear by key_id and prefix.
  */
 import { randomUUID } from 'node:crypto';
+import type { components } from '../../../gen/openapi/control-plane.js';
 import type { Db } from '../db/index.js';
 import { canonicalJson, sha256Hex } from './hash.js';
 
-// TEMPORARY (h-transfers): a local copy of the lead's in-progress events core, so that this
-// branch builds and its tests run before main lands it; `git merge main` replaces this file.
-export interface ManagementEvent {
-  event_id: string; event_sequence: number; event_type: string; resource_type: string; resource_id: string; actor: string;
-  before: Record<string, unknown> | null; after: Record<string, unknown> | null; request_id: string | null; occurred_at: string;
-  previous_hash: string; record_hash: string; leaf_index: number;
-}
+export type ManagementEvent = components['schemas']['ManagementEvent'];
 
 /** Who acts: the admin key's name (or `system:<job>`, or an owner), and the request's id (null for a job). */
 export interface Who {

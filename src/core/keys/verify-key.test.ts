@@ -4,7 +4,7 @@
  * on the next request on every process, also while the broker is unavailable.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDb, testEnv, type TestDb } from '../../../test/harness.js';
+import { createTestDb, testEnv, type TestDb, TEST_WHO } from '../../../test/harness.js';
 import { agentId, settableClock, sharedBus } from '../../../test/identity/fixtures.js';
 import { createAppContext, type AppContext } from '../../shared/app-context.js';
 import { loadConfig } from '../../shared/config.js';
@@ -45,7 +45,7 @@ afterAll(async () => {
 });
 
 async function agentWithKey(over: Record<string, unknown> = {}, keyOver: Record<string, unknown> = {}) {
-  const agent = await createAgent(A, { agent_id: agentId('v'), name: 'n', role_id: 'role:nurse', allowed_intents: ['triage', 'billing'], ...over } as any);
+  const agent = await createAgent(A, { agent_id: agentId('v'), name: 'n', role_id: 'role:nurse', allowed_intents: ['triage', 'billing'], ...over } as any, TEST_WHO);
   const key = await issueApiKey(A, agent.agent_id, keyOver);
   return { agent, key };
 }
@@ -101,22 +101,22 @@ describe('refusals say which case', () => {
   it('suspended agent, then active again', async () => {
     const { agent, key } = await agentWithKey();
     expect((await verifyAgentKey(B, key.api_key)).ok).toBe(true);
-    await updateAgent(A, agent.agent_id, { status: 'suspended' });
+    await updateAgent(A, agent.agent_id, { status: 'suspended' }, TEST_WHO);
     expect(await verifyAgentKey(B, key.api_key)).toEqual({ ok: false, reason: KEY_REASONS.agentSuspended, agentId: agent.agent_id });
-    await updateAgent(A, agent.agent_id, { status: 'active' });
+    await updateAgent(A, agent.agent_id, { status: 'active' }, TEST_WHO);
     expect((await verifyAgentKey(B, key.api_key)).ok).toBe(true);
   });
 
   it('revoked agent', async () => {
     const { agent, key } = await agentWithKey();
     expect((await verifyAgentKey(B, key.api_key)).ok).toBe(true);
-    await revokeAgent(A, agent.agent_id);
+    await revokeAgent(A, agent.agent_id, TEST_WHO);
     expect(await verifyAgentKey(B, key.api_key)).toEqual({ ok: false, reason: KEY_REASONS.agentRevoked, agentId: agent.agent_id });
   });
 
   it('refusal reasons never name another agent', async () => {
     const { agent, key } = await agentWithKey();
-    await revokeAgent(A, agent.agent_id);
+    await revokeAgent(A, agent.agent_id, TEST_WHO);
     const c = await verifyAgentKey(B, key.api_key);
     expect(c.ok).toBe(false);
     expect(JSON.stringify((c as any).reason)).not.toContain('agent:');
@@ -126,7 +126,7 @@ describe('refusals say which case', () => {
 describe('prefix collisions', () => {
   it('every candidate row is checked: two keys sharing a prefix each resolve to their own agent', async () => {
     const { agent, key } = await agentWithKey();
-    const other = await createAgent(A, { agent_id: agentId('coll'), name: 'n', role_id: 'role:other', allowed_intents: [] } as any);
+    const other = await createAgent(A, { agent_id: agentId('coll'), name: 'n', role_id: 'role:other', allowed_intents: [] } as any, TEST_WHO);
     const twin = key.api_key.slice(0, KEY_PREFIX_LENGTH) + 'Q'.repeat(40 - (KEY_PREFIX_LENGTH - 3));
     await tdb.owner.query(
       `INSERT INTO agent_api_keys (key_id, agent_id, key_prefix, key_hash, status, is_active, expires_at) VALUES ($1, $2, $3, $4, 'active', true, now() + interval '1 day')`,
@@ -161,8 +161,8 @@ describe('cache and invalidation across processes', () => {
   it('policy and intent changes reach cached keys at once', async () => {
     const { agent, key } = await agentWithKey();
     await verifyAgentKey(B, key.api_key);
-    await setAgentPolicy(A, agent.agent_id, { overrides: ['scd:p:new'] });
-    await updateAgent(A, agent.agent_id, { allowed_intents: ['only'] });
+    await setAgentPolicy(A, agent.agent_id, { overrides: ['scd:p:new'] }, TEST_WHO);
+    await updateAgent(A, agent.agent_id, { allowed_intents: ['only'] }, TEST_WHO);
     expect(await verifyAgentKey(B, key.api_key)).toMatchObject({ ok: true, overrides: ['scd:p:new'], allowedIntents: ['only'] });
   });
 
@@ -213,7 +213,7 @@ describe('silent partition (Redis-like broker)', () => {
       keyCache(ctxA);
       keyCache(ctxB);
       await new Promise((r) => setTimeout(r, 50));
-      const agent = await createAgent(ctxA, { agent_id: agentId('part'), name: 'n', role_id: 'role:r', allowed_intents: [] } as any);
+      const agent = await createAgent(ctxA, { agent_id: agentId('part'), name: 'n', role_id: 'role:r', allowed_intents: [] } as any, TEST_WHO);
       const key = await issueApiKey(ctxA, agent.agent_id, {});
       await verifyAgentKey(ctxB, key.api_key);
       await verifyAgentKey(ctxB, key.api_key);
