@@ -137,6 +137,14 @@ describe('accept', () => {
     const ev = await eventsOf(t, tr.transfer_id);
     expect(ev.map((e) => e.event_type)).toEqual(['ownership.transfer_requested', 'ownership.transfer_accepted']);
     expect(ev[1]).toMatchObject({ actor: to, before: { status: 'pending', owner_id: from }, after: { status: 'accepted', owner_id: to, reason: 'team change' } });
+    // The same, as an auditor reads it (newest first), with the admin key that carried each call.
+    const listed = await t.call('api', 'GET', `/api/audit/events?resource_type=ownership_transfer&resource_id=${tr.transfer_id}`, { admin: true });
+    expect(listed.status).toBe(200);
+    expect(listed.body.events.map((e: any) => [e.event_type, e.actor, e.leaf_index])).toEqual([
+      ['ownership.transfer_accepted', to, Number(ev[1].leaf_index)],
+      ['ownership.transfer_requested', 'admin', Number(ev[0].leaf_index)],
+    ]);
+    expect(listed.body.events[0].after.presented_by).toBe('admin');
 
     // Not pending any more: 409 with the status (the token is still checked first).
     const again = await step(t, a.agent_id, tr.transfer_id, 'accept', { token: tr.acceptance_token });
@@ -361,6 +369,9 @@ describe('history', () => {
     expect(second.until).toBe(third.from);
     expect(third.until).toBeNull();
     expect(second.accepted_by).toBe(o2);
+    const [created] = await eventsOf(t, a.agent_id);
+    expect(created.event_type).toBe('agent.created');
+    expect(first.leaf_index).toBe(Number(created.leaf_index));
     const ev = await eventsOf(t, t1.transfer_id, t3.transfer_id);
     const leaf = (type: string, id: string) => Number(ev.find((e) => e.event_type === type && e.resource_id === id).leaf_index);
     expect(second.leaf_index).toBe(leaf('ownership.transfer_accepted', t1.transfer_id));
@@ -371,5 +382,8 @@ describe('history', () => {
       [t3.transfer_id, 'force_assigned', ['ownership.transfer_requested', 'ownership.force_assigned']],
     ]);
     expect((await t.call('api', 'GET', '/api/agents/agent:no-such/ownership/history', { admin: true })).status).toBe(404);
+    // Every step is in the verified chain of management events.
+    const v = await t.call('api', 'GET', '/api/audit/verify', { admin: true });
+    expect(v.body.management_events).toMatchObject({ status: 'ok', tampered_at_sequence: null });
   });
 });
