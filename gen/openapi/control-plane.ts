@@ -476,8 +476,9 @@ export interface paths {
          *     - The transfer expires `TRANSFER_WINDOW_HOURS` (72) after `effective_at` when not
          *       accepted (`expires_at`).
          *     - 409 when a transfer of the agent is already pending, when `to_owner_id` is the
-         *       current owner, when `to_owner_id` is a deactivated owner, or when the agent is
-         *       revoked. 404 for an unknown agent.
+         *       current owner, or when `to_owner_id` is a deactivated owner. 404 for an unknown
+         *       agent. Agents of any status can be transferred (a revoked agent's record keeps an
+         *       accountable owner).
          *
          *     Writes the management event `ownership.transfer_requested` (never the token).
          */
@@ -1620,7 +1621,10 @@ export interface components {
          * @example jane.doe@example.org
          */
         OwnerId: string;
-        /** @description `ot_` + 32 random bytes in base64url; only its SHA-256 is stored. */
+        /**
+         * @description Issued as `ot_` + 32 random bytes in base64url; only its SHA-256 is stored. Any other
+         *     value presented is a wrong token (403), not malformed input.
+         */
         AcceptanceToken: string;
         /** @enum {string} */
         OwnershipTransferStatus: "pending" | "accepted" | "rejected" | "cancelled" | "expired" | "force_assigned";

@@ -125,6 +125,8 @@ describe('accept', () => {
     expect(wrong.status).toBe(403);
     const wrongBody = await step(t, a.agent_id, tr.transfer_id, 'accept', { body: { acceptance_token: `ot_${'B'.repeat(43)}` } });
     expect(wrongBody.status).toBe(403);
+    // Any other value is a wrong token too (403, not a 400 that would tell its shape).
+    expect((await step(t, a.agent_id, tr.transfer_id, 'accept', { token: 'guess' })).status).toBe(403);
     expect(await transferRow(tr.transfer_id)).toMatchObject({ status: 'pending', resolved_by: null });
     expect(await ownerOf(t, a.agent_id)).toBe(from);
     expect((await eventsOf(t, tr.transfer_id)).map((e) => e.event_type)).toEqual(['ownership.transfer_requested']);
