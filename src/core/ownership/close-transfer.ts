@@ -17,7 +17,7 @@ import { assertToken, getTransferRow, notPending, recordTransferEvent, toTransfe
 type Closed = 'rejected' | 'cancelled';
 
 /** Closes a pending transfer inside the caller's transaction (the agent row locked here). */
-export async function closePending(ctx: AppContext, db: Db, t: TransferRow, status: Closed, resolvedBy: string): Promise<TransferRow> {
+async function closePending(ctx: AppContext, db: Db, t: TransferRow, status: Closed, resolvedBy: string): Promise<TransferRow> {
   const now = ctx.clock.now();
   const [row] = await db.orm
     .update(agentOwnershipTransfers)

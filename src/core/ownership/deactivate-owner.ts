@@ -22,7 +22,7 @@ import { recordTransferEvent, toOwner, toTransfer, type Who } from './transfer-s
 
 export type OwnerDeactivation = components['schemas']['OwnerDeactivation'];
 
-export const DEACTIVATION_ACTOR = 'system:owner-deactivated';
+const DEACTIVATION_ACTOR = 'system:owner-deactivated';
 
 export async function deactivateOwner(ctx: AppContext, ownerId: string, who: Who): Promise<OwnerDeactivation> {
   const orgAdmin = ctx.config.ownership.orgAdminOwnerId;

@@ -14,7 +14,7 @@ import type { AppContext } from '../../shared/app-context.js';
 import { agentOwnershipTransfers } from '../db/schema/index.js';
 import { recordTransferEvent, type Who } from './transfer-store.js';
 
-export const EXPIRY_ACTOR: Who = { actor: 'system:transfer-expiry', request_id: null };
+const EXPIRY_ACTOR: Who = { actor: 'system:transfer-expiry', request_id: null };
 
 /** Expires every due pending transfer (of one agent when given); returns how many. */
 export async function expireDueTransfers(ctx: AppContext, opts: { agentId?: string } = {}): Promise<number> {

@@ -8,7 +8,7 @@ import { AppError } from '../../shared/errors.js';
 import type { Db } from '../db/index.js';
 import { insertPendingTransfer, lockActiveOwner, type OwnershipTransferCreated, type Who } from './transfer-store.js';
 
-export const FALLBACK_REASON = 'owner deactivated';
+const FALLBACK_REASON = 'owner deactivated';
 
 /**
  * For each of `agentIds` (their rows already locked by the caller) held by a deactivated owner

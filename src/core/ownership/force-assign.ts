@@ -66,7 +66,7 @@ export async function forceAssignTransfer(ctx: AppContext, agentId: string, tran
 }
 
 /** The reason recorded when PUT /api/agents/{id} changes the owner. */
-export const PUT_REASON = 'PUT /api/agents';
+const PUT_REASON = 'PUT /api/agents';
 
 /**
  * An admin's direct reassignment (PUT /api/agents/{id} with another owner_id), inside the
