@@ -50,3 +50,29 @@ it.runIf(REAL)('two owners deactivated at once never leave an agent ownerless or
     }
   }
 });
+
+it.runIf(REAL)('a concurrent accept and cancel of one transfer: exactly one wins, and the owner matches the winner', async () => {
+  for (let round = 0; round < 10; round++) {
+    const from = ownerId('race-from');
+    const to = ownerId('race-to');
+    const a = await agentOwnedBy(t, from);
+    const tr = await requestTransfer(t, a.agent_id, to);
+    const base = `/api/agents/${a.agent_id}/ownership/transfer/${tr.transfer_id}`;
+    const [acc, can] = await Promise.all([
+      t.call('api', 'POST', `${base}/accept`, { admin: true, headers: { 'x-acceptance-token': tr.acceptance_token } }),
+      t.call('api', 'POST', `${base}/cancel`, { admin: true }),
+    ]);
+    expect([acc.status, can.status].sort(), JSON.stringify([acc.body, can.body])).toEqual([200, 409]);
+    const [row] = await t.testDb.owner.query(`SELECT status FROM agent_ownership_transfers WHERE id = $1`, [tr.transfer_id]);
+    const [agent] = await t.testDb.owner.query(`SELECT owner_id FROM agents WHERE agent_id = $1`, [a.agent_id]);
+    const events = await t.testDb.owner.query(`SELECT event_type FROM audit_management_events WHERE resource_id = $1 ORDER BY event_sequence`, [tr.transfer_id]);
+    if (acc.status === 200) {
+      expect([row.status, agent.owner_id]).toEqual(['accepted', to]);
+      expect(can.body.details).toEqual({ status: 'accepted' });
+    } else {
+      expect([row.status, agent.owner_id]).toEqual(['cancelled', from]);
+      expect(acc.body.details).toMatchObject({ status: 'cancelled' });
+    }
+    expect(events.map((e: any) => e.event_type)).toEqual(['ownership.transfer_requested', `ownership.transfer_${row.status}`]);
+  }
+});
