@@ -37,11 +37,19 @@ describe('owner_id on agents', () => {
     const bad = await t.call('api', 'POST', '/api/agents', { admin: true, body: { agent_id: 'agent:bad-owner', name: 'x', role_id: 'role:x', allowed_intents: [], owner_id: 'has space' } });
     expect(bad.status).toBe(400);
     const gone = ownerId('gone');
-    await agentOwnedBy(t, gone);
+    const held = await agentOwnedBy(t, gone);
     expect((await t.call('api', 'POST', `/api/owners/${gone}/deactivate`, { admin: true })).status).toBe(200);
     const r = await t.call('api', 'POST', '/api/agents', { admin: true, body: { agent_id: 'agent:to-gone', name: 'x', role_id: 'role:x', allowed_intents: [], owner_id: gone } });
     expect(r.status).toBe(409);
     expect((await t.call('api', 'GET', '/api/agents/agent:to-gone', { admin: true })).status).toBe(404);
+    // PUT: another agent cannot be given to it; the agent it still holds may name it unchanged.
+    const other = await agentOwnedBy(t, ownerId());
+    const put = await t.call('api', 'PUT', `/api/agents/${other.agent_id}`, { admin: true, body: { owner_id: gone } });
+    expect(put.status).toBe(409);
+    expect(await ownerOf(t, other.agent_id)).toBe(other.owner_id);
+    const same = await t.call('api', 'PUT', `/api/agents/${held.agent_id}`, { admin: true, body: { owner_id: gone, name: 'still held' } });
+    expect(same.status).toBe(200);
+    expect(same.body).toMatchObject({ owner_id: gone, name: 'still held' });
   });
 
   it('PUT with another owner_id is a force-assign in the history; the same owner changes nothing', async () => {

@@ -10,7 +10,7 @@ import type { Db } from '../db/index.js';
 import { invalidateKeys } from '../keys/key-cache.js';
 import { ownerUnverifiable } from './create-agent.js';
 import { reassignOwner } from '../ownership/force-assign.js';
-import { lockActiveOwner } from '../ownership/transfer-store.js';
+import { lockOwner, ownerDeactivated } from '../ownership/transfer-store.js';
 import { and, eq } from 'drizzle-orm';
 import { agentApiKeys, agentPolicyOverrides, agents } from '../db/schema/index.js';
 import { agentFields, assertUnderCap, getAgentRow, intentsToStore, lockAgentCap, syncAgentGraph, toAgent, type Agent } from './agent-store.js';
@@ -64,8 +64,10 @@ export async function updateAgent(ctx: AppContext, agentId: string, input: Updat
       // same order as createAgent, so the two cannot deadlock.
       if (input.status && input.status !== 'revoked' && cap > 0) await lockAgentCap(db);
       // A new owner is locked before the agent (the lock order of ownership/transfer-store.ts).
-      if (input.owner_id) await lockActiveOwner(db, input.owner_id, now);
+      const newOwner = input.owner_id ? await lockOwner(db, input.owner_id, now) : null;
       const cur = await getAgentRow(db, agentId, true);
+      // The same owner changes nothing (even a deactivated one); another must be active.
+      if (newOwner && newOwner.owner_id !== cur.owner_id && newOwner.status !== 'active') throw ownerDeactivated(newOwner);
       // Another owner: an admin's reassignment, recorded as a completed transfer (force_assigned).
       const recordReassignment = input.owner_id ? await reassignOwner(ctx, db, cur, input.owner_id, who) : null;
       if (input.status && input.status !== 'revoked' && cur.status === 'revoked' && cap > 0) await assertUnderCap(db, cap);

@@ -89,12 +89,20 @@ export function notPending(row: Pick<TransferRow, 'id' | 'status'>): AppError {
  * transaction (a concurrent deactivation waits, or is waited for); 409 when deactivated.
  */
 export async function lockActiveOwner(db: Db, ownerId: string, now: Date): Promise<OwnerRow> {
+  const row = await lockOwner(db, ownerId, now);
+  if (row.status !== 'active') throw ownerDeactivated(row);
+  return row;
+}
+
+/** The owner, registered as active when first named, share-locked; whatever its status. */
+export async function lockOwner(db: Db, ownerId: string, now: Date): Promise<OwnerRow> {
   await db.orm.insert(owners).values({ owner_id: ownerId, created_at: now }).onConflictDoNothing({ target: owners.owner_id });
   const [row] = await db.orm.select().from(owners).where(eq(owners.owner_id, ownerId)).for('share');
-  if (row.status !== 'active') {
-    throw new AppError('conflict', `Owner ${ownerId} is deactivated and cannot receive agents`, { details: { owner_id: ownerId, owner_status: row.status } });
-  }
   return row;
+}
+
+export function ownerDeactivated(row: OwnerRow): AppError {
+  return new AppError('conflict', `Owner ${row.owner_id} is deactivated and cannot receive agents`, { details: { owner_id: row.owner_id, owner_status: row.status } });
 }
 
 export interface NewTransfer {
