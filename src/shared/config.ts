@@ -44,6 +44,15 @@ export interface Config {
   licensePublicKey: string | null;
   agentKeyTtlDays: number;
   keyExpiryIntervalSeconds: number;
+  /** Ownership transfers (README: Ownership transfers). */
+  ownership: {
+    /** ORG_ADMIN_OWNER_ID: who receives the agents of a deactivated owner; cannot be deactivated. */
+    orgAdminOwnerId: string;
+    /** TRANSFER_WINDOW_HOURS: a pending transfer not accepted within this many hours (from effective_at) expires. */
+    transferWindowHours: number;
+    /** TRANSFER_EXPIRY_INTERVAL_SECONDS: how often the transfer expiry job runs. */
+    expiryIntervalSeconds: number;
+  };
   /** Context service streams: HEARTBEAT after this many idle seconds; the tag-state safety poll (0 = off). */
   contextStream: { heartbeatSeconds: number; resyncSeconds: number };
   logLevel: 'debug' | 'info' | 'warn' | 'error';
@@ -207,6 +216,9 @@ export function adminKeyProblem(value: string): string | null {
 /** The identifiers the collector pseudonymizes by default (COLLECTOR_PSEUDONYMIZE_ATTRIBUTES). */
 export const DEFAULT_PSEUDONYMIZE_ATTRIBUTES: readonly string[] = ['user.id', 'user.account_uuid', 'user.account_id', 'actor_identity', 'organization.id'];
 const ATTRIBUTE_NAME_RE = /^[A-Za-z0-9_.:-]{1,200}$/;
+
+/** An owner id (migration 0013's check on owners.owner_id; the contract's OwnerId). */
+const OWNER_ID_RE = /^[A-Za-z0-9._:@-]{1,256}$/;
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -387,6 +399,9 @@ export function loadConfig(env: Env = process.env): Config {
   const logLevel = (r.str('LOG_LEVEL') || 'info') as Config['logLevel'];
   if (!['debug', 'info', 'warn', 'error'].includes(logLevel)) r.problems.push('LOG_LEVEL must be one of debug, info, warn, error');
 
+  const orgAdminOwnerId = r.str('ORG_ADMIN_OWNER_ID') || 'org-admin';
+  if (!OWNER_ID_RE.test(orgAdminOwnerId)) r.problems.push(`ORG_ADMIN_OWNER_ID must be 1 to 256 letters, digits or . _ : @ - (got "${orgAdminOwnerId}")`);
+
   const corsOrigins = corsOriginList(r.str('CORS_ORIGINS') ?? '', r.problems);
 
   for (const name of ['DATABASE_URL', 'DATABASE_MIGRATION_URL', 'REDIS_URL', 'TELEMETRY_ENDPOINT', 'COLLECTOR_CHAT_BASE_URL']) {
@@ -426,6 +441,11 @@ export function loadConfig(env: Env = process.env): Config {
     licensePublicKey: r.str('LICENSE_PUBLIC_KEY') || null,
     agentKeyTtlDays: r.int('AGENT_KEY_TTL_DAYS', 90, 1, 3650),
     keyExpiryIntervalSeconds: r.int('KEY_EXPIRY_INTERVAL_SECONDS', 3600, 1, 86400),
+    ownership: {
+      orgAdminOwnerId,
+      transferWindowHours: r.int('TRANSFER_WINDOW_HOURS', 72, 1, 8760),
+      expiryIntervalSeconds: r.int('TRANSFER_EXPIRY_INTERVAL_SECONDS', 300, 1, 86400),
+    },
     contextStream: {
       heartbeatSeconds: r.int('CONTEXT_HEARTBEAT_SECONDS', 30, 1, 3600),
       resyncSeconds: r.int('CONTEXT_RESYNC_SECONDS', 60, 0, 86400),
