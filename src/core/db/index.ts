@@ -230,6 +230,12 @@ function mapDbError(e: unknown): unknown {
     case '22007':
     case '22008':
       return new AppError('validation_error', 'A value has the wrong form', { cause: e });
+    // A deadlock or serialization failure: PostgreSQL rolled this transaction back, so nothing
+    // changed; the client may retry. The verbs take their locks in one order (ownership's
+    // transfer-store.ts), so this is not expected, but it is never a 500.
+    case '40P01':
+    case '40001':
+      return new AppError('conflict', 'A concurrent change conflicted with this one; nothing was changed, retry the request', { cause: e });
     // PostgreSQL text and jsonb cannot hold U+0000: a request carrying it is bad input, not a failure.
     case '22021':
     case '22P05':
