@@ -52,6 +52,8 @@ export interface Config {
     transferWindowHours: number;
     /** TRANSFER_EXPIRY_INTERVAL_SECONDS: how often the transfer expiry job runs. */
     expiryIntervalSeconds: number;
+    /** OWNERSHIP_WEBHOOK: where transfer requests (the incoming owner's notice) and escalations are POSTed; null: none. */
+    webhook: string | null;
   };
   /** Context service streams: HEARTBEAT after this many idle seconds; the tag-state safety poll (0 = off). */
   contextStream: { heartbeatSeconds: number; resyncSeconds: number };
@@ -302,6 +304,13 @@ export function urlPassword(url: string | null): string | null {
   }
 }
 
+/** An optional http(s) URL setting (a webhook); null when unset, a problem when malformed. */
+function httpUrl(r: Pick<Reader, 'str' | 'problems'>, name: string): string | null {
+  const v = r.str(name) || null;
+  if (v !== null && !/^https?:\/\/[^\s]+$/.test(v)) r.problems.push(`${name} must be an http or https URL`);
+  return v;
+}
+
 /** An admin key's name: the actor of management events. */
 const ADMIN_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
 
@@ -445,6 +454,7 @@ export function loadConfig(env: Env = process.env): Config {
       orgAdminOwnerId,
       transferWindowHours: r.int('TRANSFER_WINDOW_HOURS', 72, 1, 8760),
       expiryIntervalSeconds: r.int('TRANSFER_EXPIRY_INTERVAL_SECONDS', 300, 1, 86400),
+      webhook: httpUrl(r, 'OWNERSHIP_WEBHOOK'),
     },
     contextStream: {
       heartbeatSeconds: r.int('CONTEXT_HEARTBEAT_SECONDS', 30, 1, 3600),
@@ -522,8 +532,7 @@ function tlogConfig(r: Reader, signingKey: string | null): Config['tlog'] {
       r.problems.push(`TLOG_WITNESS_KEYS has a key that is not a cosignature/v1 verifier key: ${(e as Error).message}`);
     }
   }
-  const webhook = r.str('TLOG_CHECKPOINT_WEBHOOK') || null;
-  if (webhook !== null && !/^https?:\/\/[^\s]+$/.test(webhook)) r.problems.push('TLOG_CHECKPOINT_WEBHOOK must be an http or https URL');
+  const webhook = httpUrl(r, 'TLOG_CHECKPOINT_WEBHOOK');
   return {
     origin,
     signingKey: signingKey ?? '',

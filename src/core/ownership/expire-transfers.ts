@@ -13,6 +13,7 @@ import { and, eq, lte } from 'drizzle-orm';
 import type { AppContext } from '../../shared/app-context.js';
 import { agentOwnershipTransfers } from '../db/schema/index.js';
 import { recordTransferEvent, type Who } from './transfer-store.js';
+import { notifyOwnership } from './notify.js';
 
 const EXPIRY_ACTOR: Who = { actor: 'system:transfer-expiry', request_id: null };
 
@@ -29,6 +30,7 @@ export async function expireDueTransfers(ctx: AppContext, opts: { agentId?: stri
     expired.sort((a, b) => a.id.localeCompare(b.id));
     for (const row of expired) {
       const saved = await recordTransferEvent(ctx, db, EXPIRY_ACTOR, row, 'ownership.transfer_expired', { status: 'pending' }, { status: 'expired', agent_id: row.agent_id, expires_at: row.expires_at.toISOString() });
+      notifyOwnership(ctx, db, 'ownership.escalated', saved);
       await recordTransferEvent(ctx, db, EXPIRY_ACTOR, saved, 'ownership.escalated', null, {
         escalated_to: 'admin',
         agent_id: row.agent_id,

@@ -17,6 +17,7 @@ import { AppError } from '../../shared/errors.js';
 import { recordEvent, type Who } from '../audit/events.js';
 import type { Db } from '../db/index.js';
 import { agentOwnershipTransfers, owners } from '../db/schema/index.js';
+import { notifyOwnership } from './notify.js';
 
 export type OwnershipTransfer = components['schemas']['OwnershipTransfer'];
 export type OwnershipTransferCreated = components['schemas']['OwnershipTransferCreated'];
@@ -133,6 +134,7 @@ export async function insertPendingTransfer(ctx: AppContext, db: Db, who: Who, t
   if (!row) throw new AppError('conflict', `A transfer of agent ${t.agent_id} is already pending`, { details: { agent_id: t.agent_id } });
   const after = { status: row.status, agent_id: row.agent_id, from_owner_id: row.from_owner_id, to_owner_id: row.to_owner_id, reason: row.reason, effective_at: row.effective_at.toISOString(), expires_at: row.expires_at.toISOString() };
   const saved = await recordTransferEvent(ctx, db, who, row, 'ownership.transfer_requested', null, after);
+  notifyOwnership(ctx, db, 'ownership.transfer_requested', saved);
   return { ...toTransfer(saved), acceptance_token: token };
 }
 
