@@ -23,15 +23,16 @@ function problems(env: Record<string, string>): string[] {
 
 describe('ownership settings', () => {
   it('default to org-admin, a 72-hour window and a 300-second expiry job', () => {
-    expect(loadConfig(base).ownership).toEqual({ orgAdminOwnerId: 'org-admin', transferWindowHours: 72, expiryIntervalSeconds: 300 });
+    expect(loadConfig(base).ownership).toEqual({ orgAdminOwnerId: 'org-admin', transferWindowHours: 72, expiryIntervalSeconds: 300, webhook: null });
   });
   it('take set values', () => {
-    const c = loadConfig({ ...base, ORG_ADMIN_OWNER_ID: 'it-ops@example.org', TRANSFER_WINDOW_HOURS: '24', TRANSFER_EXPIRY_INTERVAL_SECONDS: '60' });
-    expect(c.ownership).toEqual({ orgAdminOwnerId: 'it-ops@example.org', transferWindowHours: 24, expiryIntervalSeconds: 60 });
+    const c = loadConfig({ ...base, ORG_ADMIN_OWNER_ID: 'it-ops@example.org', TRANSFER_WINDOW_HOURS: '24', TRANSFER_EXPIRY_INTERVAL_SECONDS: '60', OWNERSHIP_WEBHOOK: 'https://tickets.example.org/hook' });
+    expect(c.ownership).toEqual({ orgAdminOwnerId: 'it-ops@example.org', transferWindowHours: 24, expiryIntervalSeconds: 60, webhook: 'https://tickets.example.org/hook' });
   });
   it('list every bad value', () => {
-    const p = problems({ ...base, ORG_ADMIN_OWNER_ID: 'has space', TRANSFER_WINDOW_HOURS: '0', TRANSFER_EXPIRY_INTERVAL_SECONDS: 'soon' });
-    expect(p).toHaveLength(3);
+    const p = problems({ ...base, ORG_ADMIN_OWNER_ID: 'has space', TRANSFER_WINDOW_HOURS: '0', TRANSFER_EXPIRY_INTERVAL_SECONDS: 'soon', OWNERSHIP_WEBHOOK: 'mailto:x' });
+    expect(p).toHaveLength(4);
+    expect(p).toContain('OWNERSHIP_WEBHOOK must be an http or https URL');
     expect(p.join('\n')).toMatch(/ORG_ADMIN_OWNER_ID[\s\S]*TRANSFER_WINDOW_HOURS|TRANSFER_WINDOW_HOURS[\s\S]*ORG_ADMIN_OWNER_ID/);
     expect(p.some((x) => x.startsWith('TRANSFER_EXPIRY_INTERVAL_SECONDS'))).toBe(true);
   });
