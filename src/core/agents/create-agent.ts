@@ -3,8 +3,9 @@ import type { components } from '../../../gen/openapi/control-plane.js';
 import type { AppContext } from '../../shared/app-context.js';
 import { AppError } from '../../shared/errors.js';
 import { agents } from '../db/schema/index.js';
-import { agentFields, assertUnderCap, intentsToStore, lockAgentCap, syncAgentGraph, toAgent, type Agent } from './agent-store.js';
-import { recordEvent, type Who } from '../audit/events.js';
+import { lockActiveOwner } from '../ownership/transfer-store.js';
+import { assertUnderCap, intentsToStore, lockAgentCap, syncAgentGraph, toAgent, type Agent } from './agent-store.js';
+import { eventFields, recordEvent, type Who } from '../audit/events.js';
 
 /** The contract's body; `status` and `created_by` (contract defaults) may be left out, and are defaulted here. */
 export type CreateAgentInput = components['schemas']['AgentCreate'];
@@ -19,6 +20,9 @@ export async function createAgent(ctx: AppContext, input: CreateAgentInput, who:
     // The graph rows first: the cap lock, held until commit, then covers only count + insert.
     // (A duplicate id rolls all of it back.)
     await syncAgentGraph(db, graph);
+    // Never ownerless: the org admin holds an agent registered without an owner.
+    const ownerId = input.owner_id ?? ctx.config.ownership.orgAdminOwnerId;
+    await lockActiveOwner(db, ownerId, now);
     if (cap > 0) {
       await lockAgentCap(db);
       await assertUnderCap(db, cap);
@@ -36,6 +40,7 @@ export async function createAgent(ctx: AppContext, input: CreateAgentInput, who:
         status: input.status ?? 'active',
         owner_name: input.owner_name ?? null,
         owner_verified: false,
+        owner_id: ownerId,
         created_by: input.created_by ?? 'admin',
         created_at: now,
         updated_at: now,
@@ -44,7 +49,7 @@ export async function createAgent(ctx: AppContext, input: CreateAgentInput, who:
       .returning();
     if (!row) throw new AppError('conflict', `Agent ${input.agent_id} already exists (agent ids are never reused, revoked agents included)`);
     const agent = toAgent(row);
-    await recordEvent(db, who, { event_type: 'agent.created', resource_type: 'agent', resource_id: agent.agent_id, after: agentFields(agent) }, now);
+    await recordEvent(db, who, { event_type: 'agent.created', resource_type: 'agent', resource_id: agent.agent_id, after: eventFields(agent) }, now);
     return agent;
   });
 }

@@ -46,7 +46,7 @@ export interface EventInput {
 type EventContent = Pick<ManagementEvent, 'actor' | 'after' | 'before' | 'event_id' | 'event_type' | 'occurred_at' | 'request_id' | 'resource_id' | 'resource_type'>;
 
 /** The canonical JSON of the event's own fields (what record_hash covers with the sequence and the previous hash). */
-export function eventContent(e: EventContent): string {
+function eventContent(e: EventContent): string {
   return canonicalJson({
     actor: e.actor,
     after: e.after,
@@ -83,6 +83,12 @@ export function changedFields(
     a[k] = y;
   }
   return Object.keys(a).length ? { before: b, after: a } : { before: null, after: null };
+}
+
+/** A resource's fields as events record them: its wire shape without its own timestamps (created_at, updated_at). */
+export function eventFields(o: object): Record<string, unknown> {
+  const { created_at: _c, updated_at: _u, ...fields } = o as Record<string, unknown>;
+  return fields;
 }
 
 /** Writes one event in the caller's transaction (`db` is the handle `ctx.db.tx` gives). */
