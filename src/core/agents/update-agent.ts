@@ -8,6 +8,8 @@ import type { components } from '../../../gen/openapi/control-plane.js';
 import type { AppContext } from '../../shared/app-context.js';
 import type { Db } from '../db/index.js';
 import { invalidateKeys } from '../keys/key-cache.js';
+import { keyEndedEvent } from '../keys/key-events.js';
+import { recordEvent, type Who } from '../audit/events.js';
 import { ownerUnverifiable } from './create-agent.js';
 import { and, eq } from 'drizzle-orm';
 import { agentApiKeys, agentPolicyOverrides, agents } from '../db/schema/index.js';
@@ -19,17 +21,23 @@ export type AgentRevocation = components['schemas']['AgentRevocation'];
 
 const AGENT_REVOKED_BY = 'system:agent-revoked';
 
-/** Revokes the agent's active keys (inside the caller's transaction); returns how many. */
-async function revokeAgentKeys(db: Db, agentId: string, at: Date): Promise<number> {
+/**
+ * Revokes the agent's active keys (inside the caller's transaction), each with its
+ * `key.revoked` event; returns how many. The events' actor is `system:agent-revoked` (what
+ * spec 3.1 records as revoked_by); the request id ties them to the agent's revocation.
+ */
+async function revokeAgentKeys(db: Db, agentId: string, at: Date, who: Who): Promise<number> {
   const rows = await db.orm
     .update(agentApiKeys)
     .set({ status: 'revoked', is_active: false, revoked_at: at, revoked_by: AGENT_REVOKED_BY })
     .where(and(eq(agentApiKeys.agent_id, agentId), eq(agentApiKeys.status, 'active')))
-    .returning({ key_id: agentApiKeys.key_id });
+    .returning({ key_id: agentApiKeys.key_id, agent_id: agentApiKeys.agent_id, key_prefix: agentApiKeys.key_prefix });
+  const cascade: Who = { actor: AGENT_REVOKED_BY, request_id: who.request_id };
+  for (const r of rows) await recordEvent(db, cascade, keyEndedEvent('key.revoked', r, at, AGENT_REVOKED_BY));
   return rows.length;
 }
 
-export async function updateAgent(ctx: AppContext, agentId: string, input: UpdateAgentInput): Promise<Agent> {
+export async function updateAgent(ctx: AppContext, agentId: string, input: UpdateAgentInput, who: Who): Promise<Agent> {
   if (input.owner_verified === true) throw ownerUnverifiable();
   const now = ctx.clock.now();
   const cap = ctx.license?.agent_cap ?? 0;
@@ -55,7 +63,7 @@ export async function updateAgent(ctx: AppContext, agentId: string, input: Updat
         })
         .where(eq(agents.agent_id, agentId))
         .returning();
-      if (input.status === 'revoked') await revokeAgentKeys(db, agentId, now);
+      if (input.status === 'revoked') await revokeAgentKeys(db, agentId, now, who);
       return toAgent(row);
     });
   } finally {
@@ -87,7 +95,7 @@ export async function setAgentPolicy(ctx: AppContext, agentId: string, input: Ag
 }
 
 /** DELETE: revoke the agent and its active keys in one transaction; idempotent. */
-export async function revokeAgent(ctx: AppContext, agentId: string): Promise<AgentRevocation> {
+export async function revokeAgent(ctx: AppContext, agentId: string, who: Who): Promise<AgentRevocation> {
   const now = ctx.clock.now();
   try {
     return await ctx.db.tx(async (db) => {
@@ -95,7 +103,7 @@ export async function revokeAgent(ctx: AppContext, agentId: string): Promise<Age
       if (row.status !== 'revoked') {
         [row] = await db.orm.update(agents).set({ status: 'revoked', updated_at: now }).where(eq(agents.agent_id, agentId)).returning();
       }
-      const revoked = await revokeAgentKeys(db, agentId, now);
+      const revoked = await revokeAgentKeys(db, agentId, now, who);
       return { agent: toAgent(row), revoked_key_count: revoked };
     });
   } finally {

@@ -18,6 +18,7 @@ import { keyUsage } from './key-usage.js';
 import { issueApiKey, revokeApiKey } from './manage-keys.js';
 import { KEY_REASONS, verifyAgentKey } from './verify-key.js';
 
+const WHO = { actor: 'tester', request_id: null };
 let tdb: TestDb;
 const bus = sharedBus();
 const clock = settableClock();
@@ -46,7 +47,7 @@ afterAll(async () => {
 
 async function agentWithKey(over: Record<string, unknown> = {}, keyOver: Record<string, unknown> = {}) {
   const agent = await createAgent(A, { agent_id: agentId('v'), name: 'n', role_id: 'role:nurse', allowed_intents: ['triage', 'billing'], ...over } as any);
-  const key = await issueApiKey(A, agent.agent_id, keyOver);
+  const key = await issueApiKey(A, agent.agent_id, keyOver, WHO);
   return { agent, key };
 }
 
@@ -81,7 +82,7 @@ describe('refusals say which case', () => {
 
   it('revoked key, with the agent named for the audit record', async () => {
     const { agent, key } = await agentWithKey();
-    await revokeApiKey(A, agent.agent_id, key.key_id, 'tester');
+    await revokeApiKey(A, agent.agent_id, key.key_id, 'tester', WHO);
     expect(await verifyAgentKey(B, key.api_key)).toEqual({ ok: false, reason: KEY_REASONS.revoked, agentId: agent.agent_id });
   });
 
@@ -101,22 +102,22 @@ describe('refusals say which case', () => {
   it('suspended agent, then active again', async () => {
     const { agent, key } = await agentWithKey();
     expect((await verifyAgentKey(B, key.api_key)).ok).toBe(true);
-    await updateAgent(A, agent.agent_id, { status: 'suspended' });
+    await updateAgent(A, agent.agent_id, { status: 'suspended' }, WHO);
     expect(await verifyAgentKey(B, key.api_key)).toEqual({ ok: false, reason: KEY_REASONS.agentSuspended, agentId: agent.agent_id });
-    await updateAgent(A, agent.agent_id, { status: 'active' });
+    await updateAgent(A, agent.agent_id, { status: 'active' }, WHO);
     expect((await verifyAgentKey(B, key.api_key)).ok).toBe(true);
   });
 
   it('revoked agent', async () => {
     const { agent, key } = await agentWithKey();
     expect((await verifyAgentKey(B, key.api_key)).ok).toBe(true);
-    await revokeAgent(A, agent.agent_id);
+    await revokeAgent(A, agent.agent_id, WHO);
     expect(await verifyAgentKey(B, key.api_key)).toEqual({ ok: false, reason: KEY_REASONS.agentRevoked, agentId: agent.agent_id });
   });
 
   it('refusal reasons never name another agent', async () => {
     const { agent, key } = await agentWithKey();
-    await revokeAgent(A, agent.agent_id);
+    await revokeAgent(A, agent.agent_id, WHO);
     const c = await verifyAgentKey(B, key.api_key);
     expect(c.ok).toBe(false);
     expect(JSON.stringify((c as any).reason)).not.toContain('agent:');
@@ -153,7 +154,7 @@ describe('cache and invalidation across processes', () => {
     const { agent, key } = await agentWithKey();
     expect((await verifyAgentKey(B, key.api_key)).ok).toBe(true);
     expect((await verifyAgentKey(A, key.api_key)).ok).toBe(true);
-    await revokeApiKey(A, agent.agent_id, key.key_id, 'tester');
+    await revokeApiKey(A, agent.agent_id, key.key_id, 'tester', WHO);
     expect((await verifyAgentKey(B, key.api_key)).ok).toBe(false);
     expect((await verifyAgentKey(A, key.api_key)).ok).toBe(false);
   });
@@ -162,7 +163,7 @@ describe('cache and invalidation across processes', () => {
     const { agent, key } = await agentWithKey();
     await verifyAgentKey(B, key.api_key);
     await setAgentPolicy(A, agent.agent_id, { overrides: ['scd:p:new'] });
-    await updateAgent(A, agent.agent_id, { allowed_intents: ['only'] });
+    await updateAgent(A, agent.agent_id, { allowed_intents: ['only'] }, WHO);
     expect(await verifyAgentKey(B, key.api_key)).toMatchObject({ ok: true, overrides: ['scd:p:new'], allowedIntents: ['only'] });
   });
 
@@ -171,7 +172,7 @@ describe('cache and invalidation across processes', () => {
     expect((await verifyAgentKey(B, key.api_key)).ok).toBe(true);
     brokerB.down = true; // B loses its connection: the invalidation below never reaches it
     try {
-      await revokeApiKey(A, agent.agent_id, key.key_id, 'tester');
+      await revokeApiKey(A, agent.agent_id, key.key_id, 'tester', WHO);
       expect(await verifyAgentKey(B, key.api_key)).toMatchObject({ ok: false, reason: KEY_REASONS.revoked });
       expect(keyCache(B).size).toBe(0);
     } finally {
@@ -214,13 +215,13 @@ describe('silent partition (Redis-like broker)', () => {
       keyCache(ctxB);
       await new Promise((r) => setTimeout(r, 50));
       const agent = await createAgent(ctxA, { agent_id: agentId('part'), name: 'n', role_id: 'role:r', allowed_intents: [] } as any);
-      const key = await issueApiKey(ctxA, agent.agent_id, {});
+      const key = await issueApiKey(ctxA, agent.agent_id, {}, WHO);
       await verifyAgentKey(ctxB, key.api_key);
       await verifyAgentKey(ctxB, key.api_key);
       expect(keyCache(ctxB).hits).toBeGreaterThan(0);
       bB.silent = true; // messages to and from B vanish, yet B's connection looks fine
       await new Promise((r) => setTimeout(r, 4200));
-      await revokeApiKey(ctxA, agent.agent_id, key.key_id, 'tester');
+      await revokeApiKey(ctxA, agent.agent_id, key.key_id, 'tester', WHO);
       expect(await verifyAgentKey(ctxB, key.api_key)).toMatchObject({ ok: false, reason: KEY_REASONS.revoked });
     } finally {
       await ctxA.close();
