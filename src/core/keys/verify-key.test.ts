@@ -16,6 +16,7 @@ import { hashKey, KEY_PREFIX_LENGTH } from './key-material.js';
 import { KeyCache, keyCache } from './key-cache.js';
 import { keyUsage } from './key-usage.js';
 import { issueApiKey, revokeApiKey } from './manage-keys.js';
+import { rotateApiKey } from './rotate-key.js';
 import { KEY_REASONS, verifyAgentKey } from './verify-key.js';
 
 const WHO = { actor: 'tester', request_id: null };
@@ -182,6 +183,25 @@ describe('cache and invalidation across processes', () => {
     await verifyAgentKey(B, fresh.key.api_key);
     await verifyAgentKey(B, fresh.key.api_key);
     expect(keyCache(B).size).toBeGreaterThan(0); // cached again once the broker is back
+  });
+
+  it('rotation: the old key, cached in another process, works through the grace and is refused at its end; grace 0 at once', async () => {
+    const { agent, key } = await agentWithKey();
+    expect((await verifyAgentKey(B, key.api_key)).ok).toBe(true);
+    const next = await rotateApiKey(A, agent.agent_id, key.key_id, { grace_seconds: 60 }, WHO);
+    const hits = keyCache(B).hits;
+    expect(await verifyAgentKey(B, key.api_key)).toMatchObject({ ok: true, keyId: key.key_id });
+    expect(await verifyAgentKey(B, key.api_key)).toMatchObject({ ok: true, keyId: key.key_id });
+    expect(keyCache(B).hits).toBe(hits + 1); // the second use was a cache hit
+    expect(await verifyAgentKey(B, next.api_key)).toMatchObject({ ok: true, keyId: next.key_id });
+    clock.advance(60_000);
+    expect(await verifyAgentKey(B, key.api_key)).toMatchObject({ ok: false, reason: KEY_REASONS.expired, agentId: agent.agent_id });
+    expect(await verifyAgentKey(B, next.api_key)).toMatchObject({ ok: true, keyId: next.key_id });
+
+    const third = await rotateApiKey(A, agent.agent_id, next.key_id, {}, WHO);
+    expect(await verifyAgentKey(B, next.api_key)).toMatchObject({ ok: false, reason: KEY_REASONS.revoked });
+    expect(await verifyAgentKey(A, next.api_key)).toMatchObject({ ok: false, reason: KEY_REASONS.revoked });
+    expect(await verifyAgentKey(B, third.api_key)).toMatchObject({ ok: true, keyId: third.key_id });
   });
 
   it('a fill that raced with an invalidation is not stored', () => {
