@@ -412,7 +412,7 @@ export interface paths {
          *     `revoked_by` is required and is given either as the query parameter or as the JSON
          *     body `{revoked_by}`; when both are given they must be equal. Missing in both, or
          *     different, is 400. Values starting with `system:` are reserved for the service
-         *     (`system:expiry-job`, `system:agent-revoked`) and are rejected (400).
+         *     (`system:expiry-job`, `system:agent-revoked`, `system:key-rotated`) and are rejected (400).
          *
          *     A key that is not `active` (already revoked or expired) is 409 with
          *     `details: {status}`; its original `revoked_at` and `revoked_by` are never
