@@ -138,6 +138,15 @@ describe('POST /api/agents/{agent_id}/api-keys/{key_id}/rotate', () => {
     expect((await rotate(a.agent_id, revoked.key_id)).body.details).toEqual({ status: 'revoked' });
     await t.call('api', 'DELETE', `/api/agents/${a.agent_id}`, { admin: true });
     expect((await rotate(a.agent_id, k.key_id)).status).toBe(409);
+    // A suspended agent's key can be rotated (like issue); neither key authenticates until it is active.
+    const s = await makeAgent(t, { allowed_intents: ['triage'], status: 'suspended' });
+    const sk = await issueKey(t, s.agent_id);
+    const sr = await rotate(s.agent_id, sk.key_id, { grace_seconds: 60 });
+    expect(sr.status).toBe(201);
+    expect((await ask(sr.body.api_key)).status).toBe(401);
+    await t.call('api', 'PUT', `/api/agents/${s.agent_id}`, { admin: true, body: { status: 'active' } });
+    expect((await ask(sr.body.api_key)).status).toBe(200);
+    expect((await ask(sk.api_key)).status).toBe(200);
   });
 });
 
@@ -200,6 +209,13 @@ describe('key events', () => {
     expect(rotated.request_id).toEqual(expect.any(String));
     expect(revoked).toMatchObject({ before: { status: 'active' }, after: { status: 'revoked', revoked_by: 'system:key-rotated' } });
     expect((await eventsOf(n.key_id))[0]).toMatchObject({ after: { rotated_from: k.key_id, key_prefix: n.key_prefix, scopes: ['triage'] } });
+    // The same cascade through PUT status revoked.
+    const { a: b, k: kb } = await agentAndKey();
+    await t.call('api', 'PUT', `/api/agents/${b.agent_id}`, { admin: true, body: { status: 'revoked' } });
+    expect(await types(kb.key_id)).toEqual([
+      ['key.created', 'anonymous'],
+      ['key.revoked', 'system:agent-revoked'],
+    ]);
     const text = JSON.stringify(recordedForTests);
     for (const key of [k, k2, k3, n]) {
       expect(text).not.toContain(key.api_key);
