@@ -92,7 +92,7 @@ export default async function run(b: Bench): Promise<void> {
     const refN = H;
     const uncapped = { ...t.ctx, license: null };
     t0 = performance.now();
-    await pool(refN, 16, (i) => createAgent(uncapped, { agent_id: `agent:bench-ref-${run}-${i}`, name: 'ref', role_id: 'role:ref', allowed_intents: [] }));
+    await pool(refN, 16, (i) => createAgent(uncapped, { agent_id: `agent:bench-ref-${run}-${i}`, name: 'ref', role_id: 'role:ref', allowed_intents: [] }, { actor: 'bench', request_id: null }));
     s = (performance.now() - t0) / 1000;
     b.print(`${(refN / s).toFixed(0)} agents/s  agent create through the verb, no cap, 16 concurrent (reference for the above), ${refN} agents  [${db}]`);
 

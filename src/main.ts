@@ -33,7 +33,10 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(`\nGenerated admin API key (shown once; stored in ${config.dataDir}/secrets.json):\n  ${config.adminApiKey}\n\n`);
   }
   for (const w of configWarnings(config)) logger.warn(w);
-  if (!config.adminApiKey && config.adminApiKeys.length === 0) logger.warn('ADMIN_API_KEY and ADMIN_API_KEYS are empty: admin routes answer 503 Admin API not configured');
+  if (!config.adminKeyring.configured) logger.warn('ADMIN_API_KEY and ADMIN_API_KEYS are empty: admin routes answer 503 Admin API not configured');
+  // From here on only the keyring's digests are kept: the plaintext keys leave the process's config.
+  config.adminApiKey = '';
+  config.adminApiKeys = [];
   let ctx;
   try {
     ctx = await createAppContext(config, { logger });

@@ -29,6 +29,8 @@ import { connectionLeaks, LEAK_WAIT_MS, openTimerWindow, trackServer } from './l
 
 export const REAL = process.env.SVC_TEST_REAL === '1' && !!process.env.DATABASE_URL;
 export const REAL_REDIS = process.env.SVC_TEST_REAL === '1' && !!process.env.REDIS_URL;
+/** Who acts in a test that calls a verb directly (management events' actor). */
+export const TEST_WHO = { actor: 'test', request_id: null } as const;
 export const ADMIN_KEY = `admin_${randomBytes(24).toString('base64url')}`;
 export const JWT_SECRET = randomBytes(48).toString('base64url');
 /** The transparency log's signing key for every test server (required in production mode). */

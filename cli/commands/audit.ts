@@ -109,7 +109,7 @@ export function registerAudit(cli: CAC): void {
       const r = await verifyAppend(client, old, cur, { concurrency });
       const secs = (performance.now() - t0) / 1000;
       if (!r.ok) return failed(r.leafIndex !== undefined ? `leaf ${r.leafIndex}: ${r.reason}` : String(r.reason));
-      out(`leaves ${old.size}..${cur.size - 1}: ${r.leaves} rechecked (${r.requests} context requests, ${r.outputs} outputs), root recomputed and equal`);
+      out(`leaves ${old.size}..${cur.size - 1}: ${r.leaves} rechecked (${r.requests} context requests, ${r.outputs} outputs, ${r.events} management events), root recomputed and equal`);
       out(`${r.leaves} leaves in ${secs.toFixed(2)} s (${secs > 0 ? Math.round(r.leaves / secs) : r.leaves} leaves/s)`);
       if (opts.save !== undefined && opts.save !== false) {
         const file = str(opts.save) ?? since;

@@ -877,6 +877,36 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/audit/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read management events (who changed what)
+         * @description Every change made through the API, the CLI or the console writes one management event
+         *     in the same transaction as the change: `actor` is the name of the admin key that made
+         *     it (`ADMIN_API_KEY` is `admin`, `ADMIN_API_KEYS` entries are `name:key`), or
+         *     `system:<job>` for a job of the service. `before` and `after` hold the changed fields
+         *     only; no secret is ever in an event (API keys appear by `key_id` and prefix).
+         *     Events are chained (`event_sequence`, `previous_hash`, `record_hash`), checked by
+         *     `GET /api/audit/verify` and are leaves of the transparency log (`leaf_index`).
+         *
+         *     Newest first. Filters combine with AND: `since` is inclusive and `until` exclusive on
+         *     `occurred_at`. `next_cursor` is set when the page is full: pass it as `cursor` for the
+         *     next (older) page; it is opaque.
+         */
+        get: operations["listManagementEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/audit/stream": {
         parameters: {
             query?: never;
@@ -1803,15 +1833,18 @@ export interface components {
         };
         AuditVerifyResult: {
             /**
-             * @description `tampered` when either hash chain or the transparency log check fails (the chains'
-             *     failure in `tampered_at_sequence`, the log's in `transparency_log`).
+             * @description `tampered` when either hash chain, the management events' chain or the transparency
+             *     log check fails (the chains' failure in `tampered_at_sequence`, the events' in
+             *     `management_events`, the log's in `transparency_log`).
              * @enum {string}
              */
             status: "ok" | "tampered";
             transparency_log: components["schemas"]["TransparencyLogVerifyResult"];
+            management_events: components["schemas"]["ManagementEventsVerifyResult"];
             /**
              * Format: int64
-             * @description All records in the audit table (chained and legacy).
+             * @description All audit records: context requests (chained and legacy) and management events
+             *     (`management_events.event_count` of them).
              */
             record_count: number;
             /**
@@ -1836,6 +1869,60 @@ export interface components {
             deployment_id: string | null;
             /** Format: date-time */
             initialized_at: string | null;
+        };
+        /**
+         * @description One administrative act. Its leaf in the transparency log is the RFC 8785 canonical JSON
+         *     of this object. `record_hash` = hex SHA-256 of the UTF-8 text
+         *     `<event_sequence>:<previous_hash><content>`, where `content` is the canonical JSON of
+         *     the event's own fields (`actor`, `after`, `before`, `event_id`, `event_type`,
+         *     `occurred_at`, `request_id`, `resource_id`, `resource_type`); `previous_hash` is the
+         *     previous event's `record_hash`, or the audit genesis hash for the first event.
+         */
+        ManagementEvent: {
+            /** Format: uuid */
+            event_id: string;
+            /** Format: int64 */
+            event_sequence: number;
+            /** @description `<resource>.<verb>`, e.g. `agent.created`, `key.revoked`, `tag.moved`. */
+            event_type: string;
+            resource_type: string;
+            resource_id: string;
+            /** @description The admin key's name, `system:<job>`, or the owner who acted. */
+            actor: string;
+            /** @description The changed fields before the change (null for a creation). */
+            before: {
+                [key: string]: unknown;
+            } | null;
+            /** @description The changed fields after the change (null for a deletion). */
+            after: {
+                [key: string]: unknown;
+            } | null;
+            /** @description The HTTP request's id (`X-Request-Id`), null for a job. */
+            request_id: string | null;
+            /** Format: date-time */
+            occurred_at: string;
+            previous_hash: string;
+            record_hash: string;
+            /** Format: int64 */
+            leaf_index: number;
+        };
+        ManagementEventPage: {
+            events: components["schemas"]["ManagementEvent"][];
+            next_cursor: string | null;
+        };
+        /**
+         * @description The management events' chain: `event_sequence` 1, 2, ... with no gap, each
+         *     `previous_hash` the previous event's `record_hash` (the genesis hash for the first) and
+         *     each `record_hash` recomputed from the event.
+         */
+        ManagementEventsVerifyResult: {
+            /** @enum {string} */
+            status: "ok" | "tampered";
+            /** Format: int64 */
+            event_count: number;
+            /** Format: int64 */
+            tampered_at_sequence: number | null;
+            error: string | null;
         };
         /**
          * @description The stored tree against the records and the latest checkpoint: every leaf recomputed
@@ -3357,6 +3444,40 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AuditRecordPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminNotConfigured"];
+        };
+    };
+    listManagementEvents: {
+        parameters: {
+            query?: {
+                resource_type?: string;
+                resource_id?: string;
+                event_type?: string;
+                actor?: string;
+                since?: string;
+                until?: string;
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of management events, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ManagementEventPage"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -11,6 +11,7 @@
  *   allowed: admin routes answer 503), and a missing or empty DB_PASSWORD (required in
  *   production whatever the URL carries, decisions.md) abort start-up.
  */
+import { createAdminKeyring, DEFAULT_ADMIN_NAME, type AdminKeyring, type NamedAdminKey } from './admin-keys.js';
 import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -30,8 +31,13 @@ export interface Config {
   redisUrl: string | null;
   /** Empty string means "not configured": admin routes answer 503 (unless adminApiKeys has one). */
   adminApiKey: string;
-  /** ADMIN_API_KEYS: further admin keys accepted beside ADMIN_API_KEY (for rotation). */
-  adminApiKeys: string[];
+  /**
+   * ADMIN_API_KEYS: further admin keys accepted beside ADMIN_API_KEY, each with the name that is
+   * the actor of what it does (`name:key`; an entry without a name is `key-<position>`).
+   */
+  adminApiKeys: NamedAdminKey[];
+  /** Every admin key as a digest with its name (ADMIN_API_KEY is `admin`): what the edge compares with. */
+  adminKeyring: AdminKeyring;
   jwtSecret: string;
   deploymentId: string;
   licenseKey: string | null;
@@ -284,6 +290,31 @@ export function urlPassword(url: string | null): string | null {
   }
 }
 
+/** An admin key's name: the actor of management events. */
+const ADMIN_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
+
+/**
+ * ADMIN_API_KEYS: `name:key` entries, comma-separated (a key has no `:` or `,`: the
+ * recommended ones are base64url). An entry without a name is named `key-<position>`. A bad
+ * or repeated name, or `admin` while ADMIN_API_KEY is set, is a problem (start refused): an
+ * actor must name one key.
+ */
+function parseNamedKeys(raw: string, adminSet: boolean, problems: string[]): NamedAdminKey[] {
+  const out: NamedAdminKey[] = [];
+  const seen = new Set(adminSet ? [DEFAULT_ADMIN_NAME] : []);
+  raw.split(',').map((e) => e.trim()).filter(Boolean).forEach((entry, i) => {
+    const colon = entry.indexOf(':');
+    const name = colon < 0 ? `key-${i + 1}` : entry.slice(0, colon).trim();
+    const key = colon < 0 ? entry : entry.slice(colon + 1).trim();
+    if (!ADMIN_NAME.test(name)) problems.push(`ADMIN_API_KEYS entry ${i + 1}: the name must be 1-64 letters, digits, '.', '_', '@' or '-', starting with a letter or digit`);
+    else if (seen.has(name)) problems.push(`ADMIN_API_KEYS entry ${i + 1}: the name ${name} is used twice (ADMIN_API_KEY is named ${DEFAULT_ADMIN_NAME})`);
+    else if (!key) problems.push(`ADMIN_API_KEYS entry ${i + 1} (${name}) has no key`);
+    seen.add(name);
+    if (key) out.push({ name, key });
+  });
+  return out;
+}
+
 /**
  * What is accepted but worth a warning at start: in embedded mode a weak ADMIN_API_KEY or
  * a patterned JWT_SECRET the user set (production refuses both). Never contains a value.
@@ -294,8 +325,8 @@ export function configWarnings(cfg: Config): string[] {
   const admin = cfg.adminApiKey && !cfg.generated.includes('ADMIN_API_KEY') ? adminKeyProblem(cfg.adminApiKey) : null;
   if (admin) out.push(`ADMIN_API_KEY ${admin}: accepted in embedded mode, refused in production`);
   cfg.adminApiKeys.forEach((k, i) => {
-    const problem = adminKeyProblem(k);
-    if (problem) out.push(`ADMIN_API_KEYS entry ${i + 1} ${problem}: accepted in embedded mode, refused in production`);
+    const problem = adminKeyProblem(k.key);
+    if (problem) out.push(`ADMIN_API_KEYS entry ${i + 1} (${k.name}) ${problem}: accepted in embedded mode, refused in production`);
   });
   if (!cfg.generated.includes('JWT_SECRET') && isPatterned(cfg.jwtSecret)) out.push('JWT_SECRET is patterned: accepted in embedded mode, refused in production');
   return out;
@@ -335,10 +366,10 @@ export function loadConfig(env: Env = process.env): Config {
   }
   // ADMIN_API_KEYS: comma-separated further admin keys (a rotation: the new key is added here,
   // clients move, the old one is removed). Each entry is held to ADMIN_API_KEY's rules.
-  const adminApiKeys = (r.str('ADMIN_API_KEYS') ?? '').split(',').map((k) => k.trim()).filter(Boolean);
+  const adminApiKeys = parseNamedKeys(r.str('ADMIN_API_KEYS') ?? '', adminApiKey !== '', r.problems);
   adminApiKeys.forEach((k, i) => {
-    const problem = adminKeyProblem(k);
-    if (mode === 'production' && problem) r.problems.push(`ADMIN_API_KEYS entry ${i + 1} ${problem}: use at least 32 random characters per key`);
+    const problem = adminKeyProblem(k.key);
+    if (mode === 'production' && problem) r.problems.push(`ADMIN_API_KEYS entry ${i + 1} (${k.name}) ${problem}: use at least 32 random characters per key`);
   });
 
   // DB_PASSWORD is required in production whatever DATABASE_URL carries (decisions.md); it is
@@ -388,6 +419,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisUrl: r.str('REDIS_URL') || null,
     adminApiKey,
     adminApiKeys,
+    adminKeyring: createAdminKeyring([{ name: DEFAULT_ADMIN_NAME, key: adminApiKey }, ...adminApiKeys]),
     jwtSecret,
     deploymentId,
     licenseKey: r.str('LICENSE_KEY') || null,

@@ -150,23 +150,42 @@ describe('production: patterned JWT_SECRET', () => {
   });
 });
 
-describe('ADMIN_API_KEYS (further admin keys, for rotation)', () => {
-  it('takes a comma-separated list, each entry held to the admin key rules in production, named by position only', () => {
+describe('ADMIN_API_KEYS (named admin keys)', () => {
+  it('takes name:key entries, comma-separated, each held to the admin key rules in production; a bare key is named by its position', () => {
     const a = randomBytes(36).toString('base64url');
     const b = `admin_${randomBytes(24).toString('base64url')}`;
-    expect(loadConfig(prod({ ADMIN_API_KEYS: ` ${a} ,${b},` })).adminApiKeys).toEqual([a, b]);
+    expect(loadConfig(prod({ ADMIN_API_KEYS: ` ops:${a} ,${b},` })).adminApiKeys).toEqual([{ name: 'ops', key: a }, { name: 'key-2', key: b }]);
     expect(loadConfig(prod({})).adminApiKeys).toEqual([]);
-    const p = problems(prod({ ADMIN_API_KEYS: `${a},admin,${'x'.repeat(12)}` }));
+    const p = problems(prod({ ADMIN_API_KEYS: `ops:${a},alice:admin,bob:${'x'.repeat(12)}` }));
     expect(p).toEqual([
-      'ADMIN_API_KEYS entry 2 is a known-weak value: use at least 32 random characters per key',
-      'ADMIN_API_KEYS entry 3 is a known-weak value: use at least 32 random characters per key',
+      'ADMIN_API_KEYS entry 2 (alice) is a known-weak value: use at least 32 random characters per key',
+      'ADMIN_API_KEYS entry 3 (bob) is a known-weak value: use at least 32 random characters per key',
     ]);
     expect(p.join('\n')).not.toContain(a);
   });
+  it('refuses a bad or repeated name, and admin while ADMIN_API_KEY is set', () => {
+    const k = () => randomBytes(36).toString('base64url');
+    const p = problems(prod({ ADMIN_API_KEY: k(), ADMIN_API_KEYS: `ops:${k()},ops:${k()},admin:${k()},bad name:${k()},empty:` }));
+    expect(p).toEqual([
+      'ADMIN_API_KEYS entry 2: the name ops is used twice (ADMIN_API_KEY is named admin)',
+      'ADMIN_API_KEYS entry 3: the name admin is used twice (ADMIN_API_KEY is named admin)',
+      "ADMIN_API_KEYS entry 4: the name must be 1-64 letters, digits, '.', '_', '@' or '-', starting with a letter or digit",
+      'ADMIN_API_KEYS entry 5 (empty) has no key',
+    ]);
+  });
+  it('keeps digests by name: a presented key gives its name, any other nothing', () => {
+    const a = randomBytes(36).toString('base64url');
+    const c = loadConfig(prod({ ADMIN_API_KEY: randomBytes(36).toString('base64url'), ADMIN_API_KEYS: `ops:${a}` }));
+    expect(c.adminKeyring.names).toEqual(['admin', 'ops']);
+    expect(c.adminKeyring.match(a)).toBe('ops');
+    expect(c.adminKeyring.match(c.adminApiKey)).toBe('admin');
+    expect(c.adminKeyring.match(`${a}x`)).toBeNull();
+    expect(c.adminKeyring.match(undefined)).toBeNull();
+  });
   it('embedded mode accepts a weak entry with a warning', () => {
     const c = loadConfig({ SVC_DATA_DIR: tmp(), JWT_SECRET: STRONG, ADMIN_API_KEYS: 'changeme' });
-    expect(c.adminApiKeys).toEqual(['changeme']);
-    expect(configWarnings(c)).toEqual(['ADMIN_API_KEYS entry 1 is a known-weak value: accepted in embedded mode, refused in production']);
+    expect(c.adminApiKeys).toEqual([{ name: 'key-1', key: 'changeme' }]);
+    expect(configWarnings(c)).toEqual(['ADMIN_API_KEYS entry 1 (key-1) is a known-weak value: accepted in embedded mode, refused in production']);
   });
 });
 

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestStack, type TestStack } from '../harness.js';
 import { issueKey, makeAgent } from '../identity/fixtures.js';
 import { transparencyLog } from '../../src/core/tlog/log.js';
+import { leafCount } from '../../src/core/tlog/leaves.js';
 
 let t: TestStack;
 let receiver: http.Server;
@@ -55,15 +56,17 @@ describe('checkpoints leave the database', () => {
     for (let i = 0; i < 3; i++) expect((await t.call('api', 'POST', '/api/context', { apiKey: key, body: { task_type: 'triage' } })).status).toBe(200);
     await transparencyLog(t.ctx).integrate();
     const served = (await t.call('api', 'GET', '/api/audit/tlog/checkpoint')).body as string;
-    expect(sizeOf(served)).toBe(3);
+    // Every leaf: the three requests and the management events of the agent and its key.
+    const size = await leafCount(t.ctx.db);
+    expect(sizeOf(served)).toBe(size);
     // Delivered in order, after the two refusals, within the retries' backoff.
-    for (let i = 0; i < 100 && !received.some((n) => sizeOf(n) === 3); i++) await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < 100 && !received.some((n) => sizeOf(n) === size); i++) await new Promise((r) => setTimeout(r, 100));
     expect(refusals).toBe(2);
     expect(received.at(-1)).toBe(served);
     const sizes = received.map(sizeOf);
     expect(sizes).toEqual([...sizes].sort((a, b) => a - b));
     const lines = fs.readFileSync(path.join(dir, 'checkpoints.jsonl'), 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l));
-    expect(lines.at(-1)).toEqual({ tree_size: 3, root: served.split('\n')[2], note: served });
+    expect(lines.at(-1)).toEqual({ tree_size: size, root: served.split('\n')[2], note: served });
     expect(lines.map((l) => l.tree_size)).toEqual(sizes);
   });
 });

@@ -26,7 +26,7 @@ afterAll(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-const TABLES = ['agent_context_requests', 'agent_output_logs', 'audit_tlog_tiles'];
+const TABLES = ['agent_context_requests', 'agent_output_logs', 'audit_management_events', 'audit_tlog_tiles'];
 
 /** As the owner with the triggers off. */
 async function asOwner(sql: string[]): Promise<void> {
@@ -40,8 +40,16 @@ const restore = () =>
   asOwner([...[...TABLES].reverse().map((tb) => `DELETE FROM ${tb}`), ...TABLES.map((tb) => `INSERT INTO ${tb} SELECT * FROM saved_${tb}`)]);
 
 /**
- * A log of 12 leaves, integrated with a checkpoint: leaf 0 a legacy record, leaves 1-3 and 5-9
- * context requests, 4 and 10 outputs, 11 a context request.
+ * The management events of making the agent and its key (E of them) are leaves 1..E; `at(n)`
+ * is the leaf of the layout's leaf n below.
+ */
+let E = 0;
+const at = (n: number) => (n === 0 ? 0 : n + E);
+
+/**
+ * A log of 12 leaves and the E events, integrated with a checkpoint: leaf 0 a legacy record,
+ * then the events, then (in layout numbers, see at()) leaves 1-3 and 5-9 context requests, 4
+ * and 10 outputs, 11 a context request.
  */
 async function log(): Promise<{ db: TestDb; t: TestStack }> {
   const db = await createTestDb();
@@ -58,6 +66,7 @@ async function log(): Promise<{ db: TestDb; t: TestStack }> {
   const output = async (requestId: string) =>
     expect((await t.call('api', 'POST', '/api/audit/output', { apiKey: key, body: { request_id: requestId, output: { text: 'done', z: [1, 2e21] } } })).status).toBe(201);
   const first = await ask();
+  E = first.audit_leaf_index - 1;
   for (let i = 0; i < 2; i++) await ask();
   await output(first.request_id);
   for (let i = 0; i < 5; i++) await ask();
@@ -76,26 +85,29 @@ async function check(t: TestStack): Promise<Array<{ status: string; tampered_at_
 }
 
 describe('the tree check of GET /api/audit/verify', () => {
-  it('answers ok over legacy records, context requests and outputs', async () => {
-    for (const r of await check(t)) expect(r).toMatchObject({ status: 'ok', tampered_at_leaf: null, error: null, leaf_count: 12, tree_size: 12, checkpoint_tree_size: 12 });
+  it('answers ok over legacy records, context requests, outputs and management events', async () => {
+    expect(E).toBeGreaterThan(0);
+    const n = 12 + E;
+    for (const r of await check(t)) expect(r).toMatchObject({ status: 'ok', tampered_at_leaf: null, error: null, leaf_count: n, tree_size: n, checkpoint_tree_size: n });
   });
 
-  const cases: Array<[string, string[], number | null, RegExp]> = [
-    ['a legacy record changed', ["UPDATE agent_context_requests SET task_type = 'older' WHERE leaf_index = 0"], 0, /record's hash is not the tree's leaf hash/],
-    ['an output changed', ["UPDATE agent_output_logs SET output = '{\"text\": \"undone\"}' WHERE leaf_index = 4"], 4, /record's hash is not the tree's leaf hash/],
-    ["a chained record's stored leaf hash changed", ['UPDATE agent_context_requests SET leaf_hash = sha256(leaf_hash) WHERE leaf_index = 6'], 6, /not what its leaf hash was computed from/],
-    ['a chained record changed, its chains broken', ['UPDATE agent_context_requests SET processing_time_ms = 4242 WHERE leaf_index = 7'], 7, /not what its leaf hash was computed from/],
-    ['a leaf hash in a tile changed', ["UPDATE audit_tlog_tiles SET data = overlay(data PLACING sha256('y'::bytea) FROM 32 * 9 + 1) WHERE level = 0 AND idx = 0"], 9, /record's hash is not the tree's leaf hash/],
-    ['a record removed from the middle', ['DELETE FROM agent_context_requests WHERE leaf_index = 5'], 5, /leaf 5 is missing/],
-    ["an output moved onto a request's leaf", ['UPDATE agent_output_logs SET leaf_index = 3 WHERE leaf_index = 4'], 3, /leaf 3 is held by two records/],
+  const cases: Array<[string, () => string[], () => number | null, RegExp]> = [
+    ['a legacy record changed', () => ["UPDATE agent_context_requests SET task_type = 'older' WHERE leaf_index = 0"], () => 0, /record's hash is not the tree's leaf hash/],
+    ['a management event changed', () => ["UPDATE audit_management_events SET actor = 'someone' WHERE leaf_index = 1"], () => 1, /record's hash is not the tree's leaf hash/],
+    ['an output changed', () => [`UPDATE agent_output_logs SET output = '{"text": "undone"}' WHERE leaf_index = ${at(4)}`], () => at(4), /record's hash is not the tree's leaf hash/],
+    ["a chained record's stored leaf hash changed", () => [`UPDATE agent_context_requests SET leaf_hash = sha256(leaf_hash) WHERE leaf_index = ${at(6)}`], () => at(6), /not what its leaf hash was computed from/],
+    ['a chained record changed, its chains broken', () => [`UPDATE agent_context_requests SET processing_time_ms = 4242 WHERE leaf_index = ${at(7)}`], () => at(7), /not what its leaf hash was computed from/],
+    ['a leaf hash in a tile changed', () => [`UPDATE audit_tlog_tiles SET data = overlay(data PLACING sha256('y'::bytea) FROM 32 * ${at(9)} + 1) WHERE level = 0 AND idx = 0`], () => at(9), /record's hash is not the tree's leaf hash/],
+    ['a record removed from the middle', () => [`DELETE FROM agent_context_requests WHERE leaf_index = ${at(5)}`], () => at(5), /leaf \d+ is missing/],
+    ["an output moved onto a request's leaf", () => [`UPDATE agent_output_logs SET leaf_index = ${at(3)} WHERE leaf_index = ${at(4)}`], () => at(3), /leaf \d+ is held by two records/],
   ];
   for (const [name, sql, leaf, error] of cases) {
     it(`finds ${name}`, async () => {
-      await asOwner(sql);
+      await asOwner(sql());
       try {
         for (const r of await check(t)) {
           expect(r.status).toBe('tampered');
-          expect(r.tampered_at_leaf).toBe(leaf);
+          expect(r.tampered_at_leaf).toBe(leaf());
           expect(r.error).toMatch(error);
         }
       } finally {
@@ -105,15 +117,15 @@ describe('the tree check of GET /api/audit/verify', () => {
   }
 
   it('finds an output changed with its tile entry rewritten to match: the checkpoint disagrees', async () => {
-    await asOwner(["UPDATE agent_output_logs SET output = '{\"text\": \"undone\"}' WHERE leaf_index = 10"]);
-    const [leaf] = await readLeaves(db.owner, 10, 1);
+    await asOwner([`UPDATE agent_output_logs SET output = '{"text": "undone"}' WHERE leaf_index = ${at(10)}`]);
+    const [leaf] = await readLeaves(db.owner, at(10), 1);
     await db.owner.exec('ALTER TABLE audit_tlog_tiles DISABLE TRIGGER USER');
-    await db.owner.query('UPDATE audit_tlog_tiles SET data = overlay(data PLACING $1 FROM 32 * 10 + 1) WHERE level = 0 AND idx = 0', [leafHash(leaf!.data)]);
+    await db.owner.query(`UPDATE audit_tlog_tiles SET data = overlay(data PLACING $1 FROM 32 * ${at(10)} + 1) WHERE level = 0 AND idx = 0`, [leafHash(leaf!.data)]);
     await db.owner.exec('ALTER TABLE audit_tlog_tiles ENABLE TRIGGER USER');
     try {
       for (const r of await check(t)) {
         expect(r).toMatchObject({ status: 'tampered', tampered_at_leaf: null });
-        expect(r.error).toMatch(/root at the checkpoint's tree size 12 is not the checkpoint's root/);
+        expect(r.error).toMatch(new RegExp(`root at the checkpoint's tree size ${12 + E} is not the checkpoint's root`));
       }
     } finally {
       await restore();

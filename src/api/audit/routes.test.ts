@@ -186,7 +186,9 @@ describe('GET /api/audit/verify', () => {
       deployment_id: t.config.deploymentId,
       initialized_at: expect.any(String),
       transparency_log: { status: 'ok', leaf_count: expect.any(Number), tree_size: expect.any(Number), checkpoint_tree_size: expect.any(Number), tampered_at_leaf: null, error: null },
+      management_events: { status: 'ok', event_count: expect.any(Number), tampered_at_sequence: null, error: null },
     });
+    expect(v.body.management_events.event_count).toBeGreaterThan(0);
     expect((await t.call('api', 'GET', '/api/audit/verify')).status).toBe(401);
   });
 });

@@ -1,5 +1,5 @@
 /**
- * Audit routes (spec 4.5, decisions.md): verify, reads, the SSE stream and the chain of one
+ * Audit routes (spec 4.5, decisions.md): verify, reads (records and management events), the SSE stream and the chain of one
  * multi-agent request (admin key, checked at the edge), and agent output logging (agent key,
  * checked here: 401 `auth_failed` for any refused key, whatever the reason).
  */
@@ -11,6 +11,7 @@ import type { RouteModule } from '../../shared/service.js';
 import { verifyAgentKey } from '../../core/keys/verify-key.js';
 import { verifyAudit } from '../../core/audit/verify.js';
 import { getAuditChain, listAuditRequests } from '../../core/audit/read.js';
+import { listManagementEvents } from '../../core/audit/list-events.js';
 import { auditStreams, openAuditStream } from './stream.js';
 import { getAgentOutput, logAgentOutput } from '../../core/audit/output.js';
 
@@ -49,6 +50,20 @@ export const routes = {
         since: q.since,
         until: q.until,
         afterSequence: q.after_sequence,
+        limit: q.limit ?? 100,
+      });
+      return { status: 200, body: page };
+    },
+    async listManagementEvents(req, ctx) {
+      const q = req.query;
+      const page = await listManagementEvents(ctx, {
+        resourceType: q.resource_type,
+        resourceId: q.resource_id,
+        eventType: q.event_type,
+        actor: q.actor,
+        since: q.since,
+        until: q.until,
+        cursor: q.cursor,
         limit: q.limit ?? 100,
       });
       return { status: 200, body: page };

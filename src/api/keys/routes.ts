@@ -5,7 +5,7 @@ import type { RouteModule } from '../../shared/service.js';
 import { startExpiryJob } from '../../core/keys/expiry-job.js';
 import { issueApiKey, listApiKeys, readApiKey, revokeApiKey } from '../../core/keys/manage-keys.js';
 import { rotateApiKey } from '../../core/keys/rotate-key.js';
-import { whoOf } from '../who.js';
+import { whoOf } from '../../shared/http/who.js';
 
 /** `revoked_by` comes as the query parameter or the JSON body; both given must agree. */
 function revokedBy(query: Record<string, unknown>, body: unknown): string {

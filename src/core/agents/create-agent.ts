@@ -3,12 +3,13 @@ import type { components } from '../../../gen/openapi/control-plane.js';
 import type { AppContext } from '../../shared/app-context.js';
 import { AppError } from '../../shared/errors.js';
 import { agents } from '../db/schema/index.js';
-import { assertUnderCap, intentsToStore, lockAgentCap, syncAgentGraph, toAgent, type Agent } from './agent-store.js';
+import { agentFields, assertUnderCap, intentsToStore, lockAgentCap, syncAgentGraph, toAgent, type Agent } from './agent-store.js';
+import { recordEvent, type Who } from '../audit/events.js';
 
 /** The contract's body; `status` and `created_by` (contract defaults) may be left out, and are defaulted here. */
 export type CreateAgentInput = components['schemas']['AgentCreate'];
 
-export async function createAgent(ctx: AppContext, input: CreateAgentInput): Promise<Agent> {
+export async function createAgent(ctx: AppContext, input: CreateAgentInput, who: Who): Promise<Agent> {
   // The contract already allows only false here; the verb holds the rule for other callers too.
   if ((input.owner_verified as boolean | undefined) === true) throw ownerUnverifiable();
   const cap = ctx.license?.agent_cap ?? 0;
@@ -42,7 +43,9 @@ export async function createAgent(ctx: AppContext, input: CreateAgentInput): Pro
       .onConflictDoNothing({ target: agents.agent_id })
       .returning();
     if (!row) throw new AppError('conflict', `Agent ${input.agent_id} already exists (agent ids are never reused, revoked agents included)`);
-    return toAgent(row);
+    const agent = toAgent(row);
+    await recordEvent(db, who, { event_type: 'agent.created', resource_type: 'agent', resource_id: agent.agent_id, after: agentFields(agent) }, now);
+    return agent;
   });
 }
 

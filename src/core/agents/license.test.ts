@@ -5,7 +5,7 @@
  */
 import { importSPKI, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDb, REAL, startTestStack, testEnv, type TestDb, type TestStack } from '../../../test/harness.js';
+import { createTestDb, REAL, startTestStack, testEnv, type TestDb, type TestStack, TEST_WHO } from '../../../test/harness.js';
 import { agentId, licenseAuthority, makeAgent, type LicenseAuthority } from '../../../test/identity/fixtures.js';
 import { createAppContext } from '../../shared/app-context.js';
 import { loadConfig } from '../../shared/config.js';
@@ -206,7 +206,7 @@ describe('agent cap at the verb, on separate connections', () => {
     const c2 = await createAppContext(loadConfig(testEnv(env)), { logger: memoryLogger(), db: own.db, skipMigrations: true });
     try {
       const body = (i: number) => ({ agent_id: agentId(`p${i}`), name: 'n', role_id: 'role:r', allowed_intents: [] }) as any;
-      const settled = await Promise.allSettled([createAgent(c1, body(1)), createAgent(c2, body(2)), createAgent(c1, body(3)), createAgent(c2, body(4))]);
+      const settled = await Promise.allSettled([createAgent(c1, body(1), TEST_WHO), createAgent(c2, body(2), TEST_WHO), createAgent(c1, body(3), TEST_WHO), createAgent(c2, body(4), TEST_WHO)]);
       expect(settled.filter((s) => s.status === 'fulfilled')).toHaveLength(1);
       for (const s of settled) if (s.status === 'rejected') expect((s.reason as any).code).toBe('license_limit');
     } finally {

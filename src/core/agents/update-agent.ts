@@ -8,12 +8,11 @@ import type { components } from '../../../gen/openapi/control-plane.js';
 import type { AppContext } from '../../shared/app-context.js';
 import type { Db } from '../db/index.js';
 import { invalidateKeys } from '../keys/key-cache.js';
-import { keyEndedEvent } from '../keys/key-events.js';
-import { recordEvent, type Who } from '../audit/events.js';
 import { ownerUnverifiable } from './create-agent.js';
 import { and, eq } from 'drizzle-orm';
 import { agentApiKeys, agentPolicyOverrides, agents } from '../db/schema/index.js';
-import { assertUnderCap, getAgentRow, intentsToStore, lockAgentCap, syncAgentGraph, toAgent, type Agent } from './agent-store.js';
+import { agentFields, assertUnderCap, getAgentRow, intentsToStore, lockAgentCap, syncAgentGraph, toAgent, type Agent } from './agent-store.js';
+import { changedFields, recordEvent, type Who } from '../audit/events.js';
 
 export type UpdateAgentInput = components['schemas']['AgentUpdate'];
 export type AgentPolicyInput = components['schemas']['AgentPolicyUpdate'];
@@ -23,18 +22,34 @@ const AGENT_REVOKED_BY = 'system:agent-revoked';
 
 /**
  * Revokes the agent's active keys (inside the caller's transaction), each with its
- * `key.revoked` event; returns how many. The events' actor is `system:agent-revoked` (what
- * spec 3.1 records as revoked_by); the request id ties them to the agent's revocation.
+ * `key.revoked` event (by key_id and prefix); returns how many.
  */
 async function revokeAgentKeys(db: Db, agentId: string, at: Date, who: Who): Promise<number> {
   const rows = await db.orm
     .update(agentApiKeys)
     .set({ status: 'revoked', is_active: false, revoked_at: at, revoked_by: AGENT_REVOKED_BY })
     .where(and(eq(agentApiKeys.agent_id, agentId), eq(agentApiKeys.status, 'active')))
-    .returning({ key_id: agentApiKeys.key_id, agent_id: agentApiKeys.agent_id, key_prefix: agentApiKeys.key_prefix });
-  const cascade: Who = { actor: AGENT_REVOKED_BY, request_id: who.request_id };
-  for (const r of rows) await recordEvent(db, cascade, keyEndedEvent('key.revoked', r, at, AGENT_REVOKED_BY));
+    .returning({ key_id: agentApiKeys.key_id, key_prefix: agentApiKeys.key_prefix });
+  for (const k of rows) {
+    await recordEvent(db, who, {
+      event_type: 'key.revoked', resource_type: 'api_key', resource_id: k.key_id,
+      before: { status: 'active' }, after: { status: 'revoked', revoked_by: AGENT_REVOKED_BY, agent_id: agentId, key_prefix: k.key_prefix },
+    }, at);
+  }
   return rows.length;
+}
+
+/** The event type of an agent change: its status move when there is one, else `agent.updated`. */
+function agentEventType(before: Agent['status'], after: Agent['status']): string {
+  if (before === after) return 'agent.updated';
+  return after === 'revoked' ? 'agent.revoked' : after === 'suspended' ? 'agent.suspended' : 'agent.activated';
+}
+
+/** The agent's event: only the fields that changed (none: no event). */
+async function agentChanged(db: Db, who: Who, before: Agent, after: Agent, at: Date, type = agentEventType(before.status, after.status)): Promise<void> {
+  const changed = changedFields(agentFields(before), agentFields(after));
+  if (!changed.after) return;
+  await recordEvent(db, who, { event_type: type, resource_type: 'agent', resource_id: after.agent_id, ...changed }, at);
 }
 
 export async function updateAgent(ctx: AppContext, agentId: string, input: UpdateAgentInput, who: Who): Promise<Agent> {
@@ -63,19 +78,21 @@ export async function updateAgent(ctx: AppContext, agentId: string, input: Updat
         })
         .where(eq(agents.agent_id, agentId))
         .returning();
+      const agent = toAgent(row);
+      await agentChanged(db, who, toAgent(cur), agent, now);
       if (input.status === 'revoked') await revokeAgentKeys(db, agentId, now, who);
-      return toAgent(row);
+      return agent;
     });
   } finally {
     await invalidateKeys(ctx, { kind: 'agent', agent_id: agentId });
   }
 }
 
-export async function setAgentPolicy(ctx: AppContext, agentId: string, input: AgentPolicyInput, setBy = 'admin'): Promise<Agent> {
+export async function setAgentPolicy(ctx: AppContext, agentId: string, input: AgentPolicyInput, who: Who): Promise<Agent> {
   const now = ctx.clock.now();
   try {
     return await ctx.db.tx(async (db) => {
-      await getAgentRow(db, agentId, true);
+      const cur = await getAgentRow(db, agentId, true);
       const [row] = await db.orm
         .update(agents)
         .set({
@@ -85,9 +102,11 @@ export async function setAgentPolicy(ctx: AppContext, agentId: string, input: Ag
         })
         .where(eq(agents.agent_id, agentId))
         .returning();
-      await db.orm.insert(agentPolicyOverrides).values({ agent_id: agentId, overrides: row.overrides, restrictions: row.restrictions, set_by: setBy, set_at: now });
+      await db.orm.insert(agentPolicyOverrides).values({ agent_id: agentId, overrides: row.overrides, restrictions: row.restrictions, set_by: who.actor, set_at: now });
       await syncAgentGraph(db, row);
-      return toAgent(row);
+      const agent = toAgent(row);
+      await agentChanged(db, who, toAgent(cur), agent, now, 'agent.policy_set');
+      return agent;
     });
   } finally {
     await invalidateKeys(ctx, { kind: 'agent', agent_id: agentId });
@@ -99,9 +118,11 @@ export async function revokeAgent(ctx: AppContext, agentId: string, who: Who): P
   const now = ctx.clock.now();
   try {
     return await ctx.db.tx(async (db) => {
-      let row = await getAgentRow(db, agentId, true);
+      const cur = await getAgentRow(db, agentId, true);
+      let row = cur;
       if (row.status !== 'revoked') {
         [row] = await db.orm.update(agents).set({ status: 'revoked', updated_at: now }).where(eq(agents.agent_id, agentId)).returning();
+        await agentChanged(db, who, toAgent(cur), toAgent(row), now);
       }
       const revoked = await revokeAgentKeys(db, agentId, now, who);
       return { agent: toAgent(row), revoked_key_count: revoked };

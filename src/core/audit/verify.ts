@@ -26,6 +26,7 @@ import { CopyBinaryReader, forEachCopyBinaryRow, int64, type RowHandler } from '
 import { ByteChainChecker, CHECK_COLUMNS, N_CHECK_COLUMNS, type LeafFailure } from './chain-check.js';
 import type { components } from '../../../gen/openapi/control-plane.js';
 import { verifyTree } from '../tlog/verify-tree.js';
+import { verifyManagementEvents } from './verify-events.js';
 
 export type AuditVerifyResult = components['schemas']['AuditVerifyResult'];
 
@@ -85,8 +86,9 @@ export interface VerifyOptions {
 }
 
 /**
- * Verifies both chains and, beside them, the transparency log (src/core/tlog/verify-tree.ts:
- * the stored tree against the records and the latest checkpoint). A mismatch is a result
+ * Verifies both chains, the management events' chain (verify-events.ts), and the
+ * transparency log (src/core/tlog/verify-tree.ts: the stored tree against the records and
+ * the latest checkpoint). record_count counts the context requests and the events. A mismatch is a result
  * (`tampered`), never an exception.
  */
 export async function verifyAudit(ctx: AppContext): Promise<AuditVerifyResult> {
@@ -94,8 +96,10 @@ export async function verifyAudit(ctx: AppContext): Promise<AuditVerifyResult> {
   // work on the same event loop made its unread chunks pile up (peak RSS 447-489 MB at
   // 1,000,000 records when the two ran at once).
   const { leafFailure, ...chains } = await verifyAuditChain(ctx);
+  const events = await verifyManagementEvents(ctx, chains.genesis_hash);
   const tree = await verifyTree(ctx, leafFailure);
-  return { ...chains, status: chains.status === 'ok' && tree.status === 'ok' ? 'ok' : 'tampered', transparency_log: tree };
+  const ok = chains.status === 'ok' && events.status === 'ok' && tree.status === 'ok';
+  return { ...chains, record_count: chains.record_count + events.event_count, status: ok ? 'ok' : 'tampered', management_events: events, transparency_log: tree };
 }
 
 /**
@@ -132,7 +136,7 @@ async function relabelled(db: AppContext['db'], first: number | null, failedAt: 
 export async function verifyAuditChain(
   ctx: Pick<AppContext, 'db' | 'clock'>,
   opts: VerifyOptions = {},
-): Promise<Omit<AuditVerifyResult, 'transparency_log'> & { leafFailure: LeafFailure | null }> {
+): Promise<Omit<AuditVerifyResult, 'transparency_log' | 'management_events'> & { leafFailure: LeafFailure | null }> {
   const { db } = ctx;
   const [g] = await db.query<{ deployment_id: string; genesis_hash: string; initialized_at: Date }>(
     'SELECT deployment_id, genesis_hash, initialized_at FROM audit_chain_genesis ORDER BY id LIMIT 1',

@@ -11,12 +11,12 @@
 import type { AppContext } from '../../shared/app-context.js';
 import { and, eq, inArray, isNotNull, lte } from 'drizzle-orm';
 import { agentApiKeys } from '../db/schema/index.js';
-import { recordEvent, type Who } from '../audit/events.js';
+import { recordEvent, systemActor } from '../audit/events.js';
 import { invalidateKeys } from './key-cache.js';
 import { keyEndedEvent } from './key-events.js';
 
 const EXPIRY_REVOKED_BY = 'system:expiry-job';
-const EXPIRY_WHO: Who = { actor: EXPIRY_REVOKED_BY, request_id: null };
+const EXPIRY_WHO = systemActor('expiry-job');
 
 /** One run (all past-due keys, or only the given ones); returns the number of keys it expired. */
 export async function expireKeys(ctx: AppContext, only?: string[]): Promise<number> {
@@ -34,7 +34,7 @@ export async function expireKeys(ctx: AppContext, only?: string[]): Promise<numb
         ),
       )
       .returning({ key_id: agentApiKeys.key_id, agent_id: agentApiKeys.agent_id, key_prefix: agentApiKeys.key_prefix });
-    for (const r of moved) await recordEvent(db, EXPIRY_WHO, keyEndedEvent('key.expired', r, now, EXPIRY_REVOKED_BY));
+    for (const r of moved) await recordEvent(db, EXPIRY_WHO, keyEndedEvent('key.expired', r, now, EXPIRY_REVOKED_BY), now);
     return moved;
   });
   if (!only || rows.length) ctx.logger.info('key expiry job: expired agent keys', { expired: rows.length });

@@ -64,7 +64,7 @@ export async function issueApiKey(ctx: AppContext, agentId: string, input: Issue
       .onConflictDoNothing({ target: agentApiKeys.key_id })
       .returning(KEY_COLUMNS);
     if (!row) throw new AppError('conflict', `key_id ${keyId} is already in use`);
-    await recordEvent(db, who, keyCreatedEvent(row));
+    await recordEvent(db, who, keyCreatedEvent(row), now);
     return {
       key_id: row.key_id,
       api_key: apiKey,
@@ -118,7 +118,7 @@ export async function revokeApiKey(ctx: AppContext, agentId: string, keyId: stri
       .update(agentApiKeys)
       .set({ status: 'revoked', is_active: false, revoked_at: now, revoked_by: revokedBy })
       .where(and(eq(agentApiKeys.key_id, keyId), eq(agentApiKeys.agent_id, agentId), eq(agentApiKeys.status, 'active')));
-    await recordEvent(db, who, keyEndedEvent('key.revoked', key, now, revokedBy));
+    await recordEvent(db, who, keyEndedEvent('key.revoked', key, now, revokedBy), now);
     return true;
   });
   if (revoked) await invalidateKeys(ctx, { kind: 'keys', key_ids: [keyId] });

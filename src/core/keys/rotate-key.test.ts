@@ -4,27 +4,33 @@
  * new key works), bad grace changes nothing, 404/409, last_used_at on the read answers after
  * a flush, expiry recorded when first seen, and the events of every key change.
  */
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestStack, type TestStack } from '../../../test/harness.js';
 import { agentId, issueKey, makeAgent, settableClock } from '../../../test/identity/fixtures.js';
-import { recordedForTests } from '../audit/events.js';
 import { hashKey } from './key-material.js';
 import { keyCache } from './key-cache.js';
 import { keyUsage } from './key-usage.js';
 
 const clock = settableClock();
+const OPS_KEY = `ops_${randomBytes(24).toString('base64url')}`;
 let t: TestStack;
 beforeAll(async () => {
-  t = await startTestStack({ services: ['api'], clock });
+  t = await startTestStack({ services: ['api'], clock, env: { ADMIN_API_KEYS: `ops:${OPS_KEY}` } });
 });
 afterAll(async () => {
   await t?.close();
 });
 
-/** The management events written for one resource, oldest first. */
-async function eventsOf(resourceId: string) {
-  return recordedForTests.filter((e) => e.resource_id === resourceId);
+/** The management events of one resource, oldest first, as GET /api/audit/events answers them. */
+async function eventsOf(resourceId: string): Promise<Array<Record<string, any>>> {
+  const r = await t.call('api', 'GET', `/api/audit/events?resource_id=${encodeURIComponent(resourceId)}&limit=100`, { admin: true });
+  expect(r.status).toBe(200);
+  return (r.body.events as Array<Record<string, any>>).reverse();
 }
+/** Every stored event, as text (to look for secrets). */
+const allEventsText = async () => JSON.stringify(await t.testDb.owner.query(`SELECT * FROM audit_management_events`));
+const eventCount = async () => Number((await t.testDb.owner.query(`SELECT count(*)::int AS n FROM audit_management_events`))[0].n);
 
 const ask = (apiKey: string) => t.call('api', 'POST', '/api/context', { apiKey, body: { task_type: 'triage' } });
 const rotate = (agent: string, key: string, body?: unknown) => t.call('api', 'POST', `/api/agents/${agent}/api-keys/${key}/rotate`, { admin: true, body });
@@ -109,14 +115,14 @@ describe('POST /api/agents/{agent_id}/api-keys/{key_id}/rotate', () => {
   it('bad grace_seconds is 400 and changes nothing', async () => {
     const { a, k } = await agentAndKey();
     const keysBefore = (await t.call('api', 'GET', `/api/agents/${a.agent_id}/api-keys`, { admin: true })).body;
-    const eventsBefore = recordedForTests.length;
+    const eventsBefore = await eventCount();
     for (const body of [{ grace_seconds: -1 }, { grace_seconds: 86_401 }, { grace_seconds: 1.5 }, { grace_seconds: '10' }, { grace_seconds: null }, { extra: 1 }, [1]]) {
       const r = await rotate(a.agent_id, k.key_id, body);
       expect(r.status, JSON.stringify(body)).toBe(400);
       expect(r.body).toMatchObject({ error: 'validation_error' });
     }
     expect((await t.call('api', 'GET', `/api/agents/${a.agent_id}/api-keys`, { admin: true })).body).toEqual(keysBefore);
-    expect(recordedForTests.length).toBe(eventsBefore);
+    expect(await eventCount()).toBe(eventsBefore);
     expect((await ask(k.api_key)).status).toBe(200);
     // The boundary is accepted.
     expect((await rotate(a.agent_id, k.key_id, { grace_seconds: 86_400 })).status).toBe(201);
@@ -178,27 +184,30 @@ describe('key events', () => {
     const { a, k } = await agentAndKey();
     const k2 = await issueKey(t, a.agent_id);
     const k3 = await issueKey(t, a.agent_id);
-    const n = (await rotate(a.agent_id, k.key_id, { grace_seconds: 0 })).body;
+    // Rotated with the named admin key `ops`: its name is the actor.
+    const rotation = await t.call('api', 'POST', `/api/agents/${a.agent_id}/api-keys/${k.key_id}/rotate`, { headers: { 'x-admin-key': OPS_KEY }, body: { grace_seconds: 0 } });
+    expect(rotation.status).toBe(201);
+    const n = rotation.body;
     await t.call('api', 'DELETE', `/api/agents/${a.agent_id}/api-keys/${k2.key_id}?revoked_by=ops`, { admin: true });
     await t.call('api', 'DELETE', `/api/agents/${a.agent_id}`, { admin: true });
 
     const types = async (id: string) => (await eventsOf(id)).map((e) => [e.event_type, e.actor]);
     expect(await types(k.key_id)).toEqual([
-      ['key.created', 'anonymous'],
-      ['key.rotated', 'anonymous'],
-      ['key.revoked', 'anonymous'],
+      ['key.created', 'admin'],
+      ['key.rotated', 'ops'],
+      ['key.revoked', 'ops'],
     ]);
     expect(await types(n.key_id)).toEqual([
-      ['key.created', 'anonymous'],
-      ['key.revoked', 'system:agent-revoked'],
+      ['key.created', 'ops'],
+      ['key.revoked', 'admin'],
     ]);
     expect(await types(k2.key_id)).toEqual([
-      ['key.created', 'anonymous'],
-      ['key.revoked', 'anonymous'],
+      ['key.created', 'admin'],
+      ['key.revoked', 'admin'],
     ]);
     expect(await types(k3.key_id)).toEqual([
-      ['key.created', 'anonymous'],
-      ['key.revoked', 'system:agent-revoked'],
+      ['key.created', 'admin'],
+      ['key.revoked', 'admin'],
     ]);
     const [, rotated, revoked] = await eventsOf(k.key_id);
     expect(rotated).toMatchObject({
@@ -208,15 +217,16 @@ describe('key events', () => {
     });
     expect(rotated.request_id).toEqual(expect.any(String));
     expect(revoked).toMatchObject({ before: { status: 'active' }, after: { status: 'revoked', revoked_by: 'system:key-rotated' } });
+    expect((await eventsOf(n.key_id))[1]).toMatchObject({ after: { status: 'revoked', revoked_by: 'system:agent-revoked' } });
     expect((await eventsOf(n.key_id))[0]).toMatchObject({ after: { rotated_from: k.key_id, key_prefix: n.key_prefix, scopes: ['triage'] } });
     // The same cascade through PUT status revoked.
     const { a: b, k: kb } = await agentAndKey();
     await t.call('api', 'PUT', `/api/agents/${b.agent_id}`, { admin: true, body: { status: 'revoked' } });
     expect(await types(kb.key_id)).toEqual([
-      ['key.created', 'anonymous'],
-      ['key.revoked', 'system:agent-revoked'],
+      ['key.created', 'admin'],
+      ['key.revoked', 'admin'],
     ]);
-    const text = JSON.stringify(recordedForTests);
+    const text = await allEventsText();
     for (const key of [k, k2, k3, n]) {
       expect(text).not.toContain(key.api_key);
       expect(text).not.toContain(hashKey(key.api_key));

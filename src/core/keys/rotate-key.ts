@@ -80,13 +80,14 @@ export async function rotateApiKey(ctx: AppContext, agentId: string, keyId: stri
       .where(and(eq(agentApiKeys.key_id, keyId), eq(agentApiKeys.status, 'active'), isNull(agentApiKeys.rotated_to)))
       .returning({ key_id: agentApiKeys.key_id });
     if (!moved.length) throw new AppError('conflict', `Key ${keyId} changed while it was being rotated`, { details: { status } });
-    await recordEvent(db, who, keyCreatedEvent(row));
+    await recordEvent(db, who, keyCreatedEvent(row), now);
     await recordEvent(
       db,
       who,
       keyRotatedEvent(old, { rotated_to: newId, rotated_to_prefix: row.key_prefix, rotated_at: now, grace_until: graceUntil, expires_at: grace === 0 ? old.expires_at : graceUntil }),
+      now,
     );
-    if (grace === 0) await recordEvent(db, who, keyEndedEvent('key.revoked', old, now, KEY_ROTATED_BY));
+    if (grace === 0) await recordEvent(db, who, keyEndedEvent('key.revoked', old, now, KEY_ROTATED_BY), now);
     return { row, graceUntil };
   });
   // The old key's cached entry carries its old expires_at (or predates its revocation).

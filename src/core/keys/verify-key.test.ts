@@ -4,7 +4,7 @@
  * on the next request on every process, also while the broker is unavailable.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDb, testEnv, type TestDb } from '../../../test/harness.js';
+import { createTestDb, testEnv, type TestDb, TEST_WHO } from '../../../test/harness.js';
 import { agentId, settableClock, sharedBus } from '../../../test/identity/fixtures.js';
 import { createAppContext, type AppContext } from '../../shared/app-context.js';
 import { loadConfig } from '../../shared/config.js';
@@ -19,7 +19,6 @@ import { issueApiKey, revokeApiKey } from './manage-keys.js';
 import { rotateApiKey } from './rotate-key.js';
 import { KEY_REASONS, verifyAgentKey } from './verify-key.js';
 
-const WHO = { actor: 'tester', request_id: null };
 let tdb: TestDb;
 const bus = sharedBus();
 const clock = settableClock();
@@ -47,8 +46,8 @@ afterAll(async () => {
 });
 
 async function agentWithKey(over: Record<string, unknown> = {}, keyOver: Record<string, unknown> = {}) {
-  const agent = await createAgent(A, { agent_id: agentId('v'), name: 'n', role_id: 'role:nurse', allowed_intents: ['triage', 'billing'], ...over } as any);
-  const key = await issueApiKey(A, agent.agent_id, keyOver, WHO);
+  const agent = await createAgent(A, { agent_id: agentId('v'), name: 'n', role_id: 'role:nurse', allowed_intents: ['triage', 'billing'], ...over } as any, TEST_WHO);
+  const key = await issueApiKey(A, agent.agent_id, keyOver, TEST_WHO);
   return { agent, key };
 }
 
@@ -83,7 +82,7 @@ describe('refusals say which case', () => {
 
   it('revoked key, with the agent named for the audit record', async () => {
     const { agent, key } = await agentWithKey();
-    await revokeApiKey(A, agent.agent_id, key.key_id, 'tester', WHO);
+    await revokeApiKey(A, agent.agent_id, key.key_id, 'tester', TEST_WHO);
     expect(await verifyAgentKey(B, key.api_key)).toEqual({ ok: false, reason: KEY_REASONS.revoked, agentId: agent.agent_id });
   });
 
@@ -103,22 +102,22 @@ describe('refusals say which case', () => {
   it('suspended agent, then active again', async () => {
     const { agent, key } = await agentWithKey();
     expect((await verifyAgentKey(B, key.api_key)).ok).toBe(true);
-    await updateAgent(A, agent.agent_id, { status: 'suspended' }, WHO);
+    await updateAgent(A, agent.agent_id, { status: 'suspended' }, TEST_WHO);
     expect(await verifyAgentKey(B, key.api_key)).toEqual({ ok: false, reason: KEY_REASONS.agentSuspended, agentId: agent.agent_id });
-    await updateAgent(A, agent.agent_id, { status: 'active' }, WHO);
+    await updateAgent(A, agent.agent_id, { status: 'active' }, TEST_WHO);
     expect((await verifyAgentKey(B, key.api_key)).ok).toBe(true);
   });
 
   it('revoked agent', async () => {
     const { agent, key } = await agentWithKey();
     expect((await verifyAgentKey(B, key.api_key)).ok).toBe(true);
-    await revokeAgent(A, agent.agent_id, WHO);
+    await revokeAgent(A, agent.agent_id, TEST_WHO);
     expect(await verifyAgentKey(B, key.api_key)).toEqual({ ok: false, reason: KEY_REASONS.agentRevoked, agentId: agent.agent_id });
   });
 
   it('refusal reasons never name another agent', async () => {
     const { agent, key } = await agentWithKey();
-    await revokeAgent(A, agent.agent_id, WHO);
+    await revokeAgent(A, agent.agent_id, TEST_WHO);
     const c = await verifyAgentKey(B, key.api_key);
     expect(c.ok).toBe(false);
     expect(JSON.stringify((c as any).reason)).not.toContain('agent:');
@@ -128,7 +127,7 @@ describe('refusals say which case', () => {
 describe('prefix collisions', () => {
   it('every candidate row is checked: two keys sharing a prefix each resolve to their own agent', async () => {
     const { agent, key } = await agentWithKey();
-    const other = await createAgent(A, { agent_id: agentId('coll'), name: 'n', role_id: 'role:other', allowed_intents: [] } as any);
+    const other = await createAgent(A, { agent_id: agentId('coll'), name: 'n', role_id: 'role:other', allowed_intents: [] } as any, TEST_WHO);
     const twin = key.api_key.slice(0, KEY_PREFIX_LENGTH) + 'Q'.repeat(40 - (KEY_PREFIX_LENGTH - 3));
     await tdb.owner.query(
       `INSERT INTO agent_api_keys (key_id, agent_id, key_prefix, key_hash, status, is_active, expires_at) VALUES ($1, $2, $3, $4, 'active', true, now() + interval '1 day')`,
@@ -155,7 +154,7 @@ describe('cache and invalidation across processes', () => {
     const { agent, key } = await agentWithKey();
     expect((await verifyAgentKey(B, key.api_key)).ok).toBe(true);
     expect((await verifyAgentKey(A, key.api_key)).ok).toBe(true);
-    await revokeApiKey(A, agent.agent_id, key.key_id, 'tester', WHO);
+    await revokeApiKey(A, agent.agent_id, key.key_id, 'tester', TEST_WHO);
     expect((await verifyAgentKey(B, key.api_key)).ok).toBe(false);
     expect((await verifyAgentKey(A, key.api_key)).ok).toBe(false);
   });
@@ -163,8 +162,8 @@ describe('cache and invalidation across processes', () => {
   it('policy and intent changes reach cached keys at once', async () => {
     const { agent, key } = await agentWithKey();
     await verifyAgentKey(B, key.api_key);
-    await setAgentPolicy(A, agent.agent_id, { overrides: ['scd:p:new'] });
-    await updateAgent(A, agent.agent_id, { allowed_intents: ['only'] }, WHO);
+    await setAgentPolicy(A, agent.agent_id, { overrides: ['scd:p:new'] }, TEST_WHO);
+    await updateAgent(A, agent.agent_id, { allowed_intents: ['only'] }, TEST_WHO);
     expect(await verifyAgentKey(B, key.api_key)).toMatchObject({ ok: true, overrides: ['scd:p:new'], allowedIntents: ['only'] });
   });
 
@@ -173,7 +172,7 @@ describe('cache and invalidation across processes', () => {
     expect((await verifyAgentKey(B, key.api_key)).ok).toBe(true);
     brokerB.down = true; // B loses its connection: the invalidation below never reaches it
     try {
-      await revokeApiKey(A, agent.agent_id, key.key_id, 'tester', WHO);
+      await revokeApiKey(A, agent.agent_id, key.key_id, 'tester', TEST_WHO);
       expect(await verifyAgentKey(B, key.api_key)).toMatchObject({ ok: false, reason: KEY_REASONS.revoked });
       expect(keyCache(B).size).toBe(0);
     } finally {
@@ -188,7 +187,7 @@ describe('cache and invalidation across processes', () => {
   it('rotation: the old key, cached in another process, works through the grace and is refused at its end; grace 0 at once', async () => {
     const { agent, key } = await agentWithKey();
     expect((await verifyAgentKey(B, key.api_key)).ok).toBe(true);
-    const next = await rotateApiKey(A, agent.agent_id, key.key_id, { grace_seconds: 60 }, WHO);
+    const next = await rotateApiKey(A, agent.agent_id, key.key_id, { grace_seconds: 60 }, TEST_WHO);
     const hits = keyCache(B).hits;
     expect(await verifyAgentKey(B, key.api_key)).toMatchObject({ ok: true, keyId: key.key_id });
     expect(await verifyAgentKey(B, key.api_key)).toMatchObject({ ok: true, keyId: key.key_id });
@@ -198,7 +197,7 @@ describe('cache and invalidation across processes', () => {
     expect(await verifyAgentKey(B, key.api_key)).toMatchObject({ ok: false, reason: KEY_REASONS.expired, agentId: agent.agent_id });
     expect(await verifyAgentKey(B, next.api_key)).toMatchObject({ ok: true, keyId: next.key_id });
 
-    const third = await rotateApiKey(A, agent.agent_id, next.key_id, {}, WHO);
+    const third = await rotateApiKey(A, agent.agent_id, next.key_id, {}, TEST_WHO);
     expect(await verifyAgentKey(B, next.api_key)).toMatchObject({ ok: false, reason: KEY_REASONS.revoked });
     expect(await verifyAgentKey(A, next.api_key)).toMatchObject({ ok: false, reason: KEY_REASONS.revoked });
     expect(await verifyAgentKey(B, third.api_key)).toMatchObject({ ok: true, keyId: third.key_id });
@@ -234,14 +233,14 @@ describe('silent partition (Redis-like broker)', () => {
       keyCache(ctxA);
       keyCache(ctxB);
       await new Promise((r) => setTimeout(r, 50));
-      const agent = await createAgent(ctxA, { agent_id: agentId('part'), name: 'n', role_id: 'role:r', allowed_intents: [] } as any);
-      const key = await issueApiKey(ctxA, agent.agent_id, {}, WHO);
+      const agent = await createAgent(ctxA, { agent_id: agentId('part'), name: 'n', role_id: 'role:r', allowed_intents: [] } as any, TEST_WHO);
+      const key = await issueApiKey(ctxA, agent.agent_id, {}, TEST_WHO);
       await verifyAgentKey(ctxB, key.api_key);
       await verifyAgentKey(ctxB, key.api_key);
       expect(keyCache(ctxB).hits).toBeGreaterThan(0);
       bB.silent = true; // messages to and from B vanish, yet B's connection looks fine
       await new Promise((r) => setTimeout(r, 4200));
-      await revokeApiKey(ctxA, agent.agent_id, key.key_id, 'tester', WHO);
+      await revokeApiKey(ctxA, agent.agent_id, key.key_id, 'tester', TEST_WHO);
       expect(await verifyAgentKey(ctxB, key.api_key)).toMatchObject({ ok: false, reason: KEY_REASONS.revoked });
     } finally {
       await ctxA.close();

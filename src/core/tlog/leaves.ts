@@ -1,9 +1,9 @@
 /**
- * The transparency log's leaves: every audit record (context requests and agent outputs) is
- * one leaf, at its `leaf_index`. A leaf's data is the RFC 8785 canonical JSON of the record
- * exactly as its read endpoint returns it (`GET /api/audit/requests` for a context request,
- * `GET /api/audit/output/{output_id}` for an output), `leaf_index` included; the leaf hash is
- * SHA-256(0x00 || data) (RFC 9162 2.1.1).
+ * The transparency log's leaves: every audit record (context requests, agent outputs and
+ * management events) is one leaf, at its `leaf_index`. A leaf's data is the RFC 8785 canonical
+ * JSON of the record exactly as its read endpoint returns it (`GET /api/audit/requests` for a
+ * context request, `GET /api/audit/output/{output_id}` for an output, `GET /api/audit/events`
+ * for an event), `leaf_index` included; the leaf hash is SHA-256(0x00 || data) (RFC 9162 2.1.1).
  */
 import type { Db } from '../db/index.js';
 import { leafHash } from './merkle.js';
@@ -11,6 +11,7 @@ import { asBuffer } from './tiles.js';
 import { canonicalJson } from '../../shared/canonical-json.js';
 import { AUDIT_COLUMNS, toAuditRecord, type AuditRecord, type AuditRow } from '../audit/read.js';
 import { OUTPUT_COLUMNS, toAgentOutput, type OutputRow } from '../audit/output.js';
+import { EVENT_COLUMNS, toManagementEvent, type EventRow } from '../audit/events.js';
 import { ByteChainChecker, CHECK_COLUMNS, N_CHECK_COLUMNS } from '../audit/chain-check.js';
 import { CopyBinaryReader, forEachCopyBinaryRow, int64 } from '../audit/copy-binary.js';
 
@@ -135,36 +136,51 @@ export async function readLeaves(db: Pick<Db, 'query'> & Partial<Pick<Db, 'raw' 
     const copied = await readLeavesByCopy(db as Db, from, to);
     if (copied) return copied;
   }
-  const [requests, outputs] = await Promise.all([
+  const [requests, others] = await Promise.all([
     db.query<RequestLeafRow>(REQUEST_LEAVES_SQL, [from, to]),
-    outputsIn(db, from, to),
+    othersIn(db, from, to),
   ]);
   if (requests.some((r) => !r.plain)) return readLeavesInNode(db, from, count);
-  return mergeLeaves(from, to, requests, (r) => r.json ?? `${r.head}${objectJson(r.request_params)}${r.mid}${objectJson(r.validation_errors)}}`, outputs);
+  return mergeLeaves(from, to, requests, (r) => r.json ?? `${r.head}${objectJson(r.request_params)}${r.mid}${objectJson(r.validation_errors)}}`, others);
 }
 
-/** The outputs whose leaf index is in [from, to), in leaf order. */
-const outputsIn = (db: Pick<Db, 'query'>, from: number, to: number) =>
-  db.query<OutputRow>(`SELECT ${OUTPUT_COLUMNS} FROM agent_output_logs WHERE leaf_index >= $1 AND leaf_index < $2 ORDER BY leaf_index`, [from, to]);
+/** A leaf that is not a context request (an output or a management event), with its data. */
+interface OtherLeaf {
+  leaf_index: number;
+  data: string;
+}
+
+/** The outputs and management events whose leaf index is in [from, to), in leaf order, with their leaf data. */
+async function othersIn(db: Pick<Db, 'query'>, from: number, to: number): Promise<OtherLeaf[]> {
+  const [outputs, events] = await Promise.all([
+    db.query<OutputRow>(`SELECT ${OUTPUT_COLUMNS} FROM agent_output_logs WHERE leaf_index >= $1 AND leaf_index < $2 ORDER BY leaf_index`, [from, to]),
+    db.query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM audit_management_events WHERE leaf_index >= $1 AND leaf_index < $2 ORDER BY leaf_index`, [from, to]),
+  ]);
+  const out: OtherLeaf[] = [
+    ...outputs.map((o) => ({ leaf_index: Number(o.leaf_index), data: canonicalJson(toAgentOutput(o)) })),
+    ...events.map((e) => ({ leaf_index: Number(e.leaf_index), data: canonicalJson(toManagementEvent(e)) })),
+  ];
+  return events.length && outputs.length ? out.sort((a, b) => a.leaf_index - b.leaf_index) : out;
+}
 
 /**
  * The leaves from `from` (below `to`) in order, from the context requests (`requests`, in leaf
- * order, each written by `json`) and the outputs (in leaf order), stopping at the first index
- * neither holds (the tree grows only by a gapless prefix).
+ * order, each written by `json`) and the other leaves (in leaf order), stopping at the first
+ * index none holds (the tree grows only by a gapless prefix).
  */
-function mergeLeaves<R extends { leaf_index: number | string }>(from: number, to: number, requests: R[], json: (r: R) => string | Buffer, outputs: OutputRow[]): Leaf[] {
+function mergeLeaves<R extends { leaf_index: number | string }>(from: number, to: number, requests: R[], json: (r: R) => string | Buffer, others: OtherLeaf[]): Leaf[] {
   const out: Leaf[] = [];
   let i = 0;
   let j = 0;
   for (let next = from; next < to; next++) {
     const r = requests[i];
-    const o = outputs[j];
+    const o = others[j];
     let data: string | Buffer;
     if (r && Number(r.leaf_index) === next) {
       data = json(r);
       i++;
-    } else if (o && Number(o.leaf_index) === next) {
-      data = canonicalJson(toAgentOutput(o));
+    } else if (o && o.leaf_index === next) {
+      data = o.data;
       j++;
     } else break;
     out.push({ index: next, data: typeof data === 'string' ? Buffer.from(data, 'utf8') : data });
@@ -189,8 +205,8 @@ async function readLeavesByCopy(db: Db, from: number, to: number): Promise<Leaf[
   const row = (buf: Buffer, f: Int32Array): void => {
     requests.push({ leaf_index: f[33] === 8 ? int64(buf, f[32]!) : NaN, data: writer.leafData(buf, f) });
   };
-  const outputsP = outputsIn(db, from, to);
-  outputsP.catch(() => {}); // awaited below
+  const othersP = othersIn(db, from, to);
+  othersP.catch(() => {}); // awaited below
   if (db.raw) {
     await forEachCopyBinaryRow(await db.raw.unsafe(query).readable(), N_CHECK_COLUMNS, row);
   } else {
@@ -199,7 +215,7 @@ async function readLeavesByCopy(db: Db, from: number, to: number): Promise<Leaf[
     reader.push(Buffer.from(await res.blob!.arrayBuffer()));
     reader.end();
   }
-  const outputs = await outputsP;
+  const others = await othersP;
   // The records leafData leaves to the general way, one by one (rare: see leafData).
   for (const r of requests) {
     if (r.data) continue;
@@ -208,17 +224,17 @@ async function readLeavesByCopy(db: Db, from: number, to: number): Promise<Leaf[
     if (!leaf) return null; // gone meanwhile: the caller reads the range again
     r.data = leaf.data;
   }
-  return mergeLeaves(from, to, requests, (r) => r.data!, outputs);
+  return mergeLeaves(from, to, requests, (r) => r.data!, others);
 }
 
 /** readLeaves with every record read whole and written here (recordJson): for the records PostgreSQL might write otherwise. */
 export async function readLeavesInNode(db: Pick<Db, 'query'>, from: number, count: number): Promise<Leaf[]> {
   const to = from + count;
-  const [requests, outputs] = await Promise.all([
+  const [requests, others] = await Promise.all([
     db.query<LeafRow>(`SELECT ${LEAF_COLUMNS} FROM agent_context_requests WHERE leaf_index >= $1 AND leaf_index < $2 ORDER BY leaf_index`, [from, to]),
-    outputsIn(db, from, to),
+    othersIn(db, from, to),
   ]);
-  return mergeLeaves(from, to, requests, (r) => recordJson(toAuditRecord({ ...r, context_bundle_ids: null, context_scd_ids: null }), r.bundle_ids_json ?? 'null', r.scd_ids_json ?? 'null'), outputs);
+  return mergeLeaves(from, to, requests, (r) => recordJson(toAuditRecord({ ...r, context_bundle_ids: null, context_scd_ids: null }), r.bundle_ids_json ?? 'null', r.scd_ids_json ?? 'null'), others);
 }
 
 /** The number of leaves: one past the highest leaf index of either table (0 for none). */
@@ -231,8 +247,8 @@ export async function leafCount(db: Pick<Db, 'query'>): Promise<number> {
  * The leaf hashes `from` .. `from + count - 1` that exist, in order, stopping at the first
  * index no record holds. A context request's comes from its `leaf_hash` column (computed by the
  * database from the record's canonical JSON as it was stored, migration 0011): 40 bytes a
- * record to read instead of the record. Outputs, and requests stored before that column,
- * are read and hashed here (readLeaves).
+ * record to read instead of the record. Outputs, management events, and requests stored before
+ * that column, are read and hashed here (readLeaves).
  */
 export async function readLeafHashes(db: Pick<Db, 'query'>, from: number, count: number): Promise<Buffer[]> {
   const to = from + count;
@@ -241,7 +257,11 @@ export async function readLeafHashes(db: Pick<Db, 'query'>, from: number, count:
       'SELECT leaf_index, leaf_hash FROM agent_context_requests WHERE leaf_index >= $1 AND leaf_index < $2 ORDER BY leaf_index',
       [from, to],
     ),
-    db.query<{ leaf_index: number | string }>('SELECT leaf_index FROM agent_output_logs WHERE leaf_index >= $1 AND leaf_index < $2 ORDER BY leaf_index', [from, to]),
+    db.query<{ leaf_index: number | string }>(
+      `SELECT leaf_index FROM agent_output_logs WHERE leaf_index >= $1 AND leaf_index < $2
+       UNION ALL SELECT leaf_index FROM audit_management_events WHERE leaf_index >= $1 AND leaf_index < $2 ORDER BY leaf_index`,
+      [from, to],
+    ),
   ]);
   const hashes: Array<Buffer | null> = [];
   let i = 0;

@@ -21,6 +21,7 @@
  * core/audit/hash.ts (`checkRecord`), which give the verdict: the fast path only ever accepts
  * a leaf that path accepts, with the same effect on the checker.
  */
+import { eventRecordHash } from '../audit/events.js';
 import { isUtf8 } from 'node:buffer';
 import { hash } from 'node:crypto';
 import { canonicalJson, computeContentHash, computeRecordHash, LEGACY_SENTINEL, sha256Hex, type ChainFields } from '../audit/hash.js';
@@ -42,12 +43,13 @@ export function tipOf(r: Record<string, unknown>): ChainTip | null {
 const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
 const HEX64 = /^[0-9a-f]{64}$/;
 
-export type RecordKind = 'request' | 'output';
+export type RecordKind = 'request' | 'output' | 'event';
 
 /** The kind of a parsed leaf record, or null when it is neither. */
 export function recordKind(r: Record<string, unknown>): RecordKind | null {
   if ('chain_sequence' in r) return 'request';
   if ('output_id' in r) return 'output';
+  if ('event_sequence' in r) return 'event';
   return null;
 }
 
@@ -390,9 +392,12 @@ const ISO_DIGITS = [1, 2, 3, 4, 6, 7, 9, 10, 12, 13, 15, 16, 18, 19, 21, 22, 23]
  * why it is not; after a failure the checker's state is undefined.
  */
 export class LeafRecordChecker {
-  /** Context request records and output records checked. */
+  /** Context request records, output records and management events checked. */
   requests = 0;
   outputs = 0;
+  events = 0;
+  /** The last management event checked (its sequence and record_hash), the next one chains from. */
+  private eventTip: { seq: number; rh: string } | null = null;
   private chained: boolean;
   /**
    * The tip as the fast path keeps it: its chain_sequence, its record_hash in tipRh and its
@@ -613,7 +618,8 @@ export class LeafRecordChecker {
       const want = sha256Hex(text);
       return r.output_hash === want ? null : `output_hash ${String(r.output_hash)} is not SHA-256 of the output's canonical JSON (${want})`;
     }
-    if (kind !== 'request') return 'the record is neither a context request record (chain_sequence) nor an output record (output_id)';
+    if (kind === 'event') return this.checkEvent(r);
+    if (kind !== 'request') return 'the record is neither a context request record (chain_sequence), an output record (output_id) nor a management event (event_sequence)';
     this.requests++;
     const f = chainFields(r);
     if (typeof f === 'string') return f;
@@ -640,6 +646,31 @@ export class LeafRecordChecker {
     if (ch !== r.content_hash) return `content_hash ${r.content_hash} of chain_sequence ${f.chain_sequence} is not the recomputed ${ch}`;
     this.chained = true;
     this.tip = { chain_sequence: f.chain_sequence, record_hash: rh, content_hash: ch };
+    return null;
+  }
+
+  /**
+   * A management event: its record_hash recomputed from its fields, and chained from the event
+   * before it among the leaves checked (the first one's predecessor is in the old tree, which
+   * the consistency proof covers).
+   */
+  private checkEvent(r: Record<string, unknown>): string | null {
+    this.events++;
+    const seq = r.event_sequence;
+    if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 1) return 'event_sequence is not a positive integer';
+    for (const k of ['event_id', 'event_type', 'resource_type', 'resource_id', 'actor', 'occurred_at', 'previous_hash', 'record_hash'] as const) {
+      if (typeof r[k] !== 'string') return `the management event's ${k} is not a string`;
+    }
+    if (!HEX64.test(r.previous_hash as string)) return 'previous_hash is not 64 hex digits';
+    if (r.request_id !== null && typeof r.request_id !== 'string') return "the management event's request_id is neither null nor a string";
+    for (const k of ['before', 'after'] as const) if (r[k] !== null && !isObject(r[k])) return `the management event's ${k} is neither null nor an object`;
+    if (this.eventTip) {
+      if (seq !== this.eventTip.seq + 1) return `event_sequence ${seq} does not follow ${this.eventTip.seq}`;
+      if (r.previous_hash !== this.eventTip.rh) return `previous_hash is not the record_hash of management event ${this.eventTip.seq}`;
+    }
+    const rh = eventRecordHash(r as Parameters<typeof eventRecordHash>[0]);
+    if (rh !== r.record_hash) return `record_hash ${String(r.record_hash)} of management event ${seq} is not the recomputed ${rh}`;
+    this.eventTip = { seq, rh };
     return null;
   }
 }

@@ -34,10 +34,11 @@ export interface AppendReport {
   /** The first failing leaf, when a leaf failed. */
   leafIndex?: number;
   reason?: string;
-  /** New leaves checked, of them context request records and output records. */
+  /** New leaves checked, of them context request records, output records and management events. */
   leaves: number;
   requests: number;
   outputs: number;
+  events: number;
 }
 
 /** Width of tile/bundle `index` (at level `level`) in a tree of `size`: undefined when full. */
@@ -88,7 +89,7 @@ class LeafHasher {
 }
 
 export async function verifyAppend(src: TlogSource, from: TreeHead, to: TreeHead, opts: { concurrency?: number; onBundle?: (leavesDone: number) => void } = {}): Promise<AppendReport> {
-  const report: AppendReport = { ok: false, leaves: 0, requests: 0, outputs: 0 };
+  const report: AppendReport = { ok: false, leaves: 0, requests: 0, outputs: 0, events: 0 };
   const fail = (reason: string, leafIndex?: number): AppendReport => Object.assign(report, { ok: false, reason, leafIndex });
   const m = from.size;
   const n = to.size;
@@ -172,6 +173,7 @@ export async function verifyAppend(src: TlogSource, from: TreeHead, to: TreeHead
   }
   report.requests = checker.requests;
   report.outputs = checker.outputs;
+  report.events = checker.events;
 
   // 4. The new root.
   if (ext.size !== n) return fail(`the entry bundles hold ${ext.size} leaves, the checkpoint ${n}`);

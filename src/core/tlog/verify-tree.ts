@@ -6,7 +6,7 @@
  *   checker (src/core/audit/chain-check.ts), in the same pass as its chains: the caller passes
  *   its first failure here.
  * - Here every leaf, in order, in pages of PAGE leaves: its hash is the stored one (a chained
- *   context request) or is recomputed from its record (an output, a legacy record, a record
+ *   context request) or is recomputed from its record (an output, a management event, a legacy record, a record
  *   stored before the leaf_hash column); each must equal the leaf hash in the level-0 tiles,
  *   no leaf index may be missing or held twice, and the root of the leaves at the latest
  *   checkpoint's size must be its root; the checkpoint's signature is checked with the log's key.
@@ -103,7 +103,9 @@ const PAGE_QUERY = `SELECT string_agg(int8send(i) || CASE WHEN h IS NULL THEN '\
   FROM (SELECT leaf_index AS i, CASE WHEN record_hash = '${LEGACY_SENTINEL}' OR length(leaf_hash) <> ${HASH_SIZE} THEN NULL ELSE leaf_hash END AS h
           FROM agent_context_requests WHERE leaf_index >= $1 AND leaf_index < $2
         UNION ALL
-        SELECT leaf_index, NULL FROM agent_output_logs WHERE leaf_index >= $1 AND leaf_index < $2) x`;
+        SELECT leaf_index, NULL FROM agent_output_logs WHERE leaf_index >= $1 AND leaf_index < $2
+        UNION ALL
+        SELECT leaf_index, NULL FROM audit_management_events WHERE leaf_index >= $1 AND leaf_index < $2) x`;
 
 /** The leaf hashes in order against the stored tiles and the checkpoint's root: the first failure, or null. */
 async function walkTree(

@@ -40,6 +40,8 @@ type RequestBody<Op extends OperationShape> =
 /** What a handler sees of the request: validated and coerced by the contract. */
 export interface RequestInfo<Op extends OperationShape> {
   requestId: string;
+  /** The name of the admin key presented (X-Admin-Key), null when none was: the actor of management events. */
+  actor: string | null;
   method: string;
   path: string;
   params: PathParams<Op>;
@@ -57,6 +59,7 @@ export interface RequestInfo<Op extends OperationShape> {
  */
 export interface UncheckedRequest {
   requestId: string;
+  actor: string | null;
   method: string;
   path: string;
   params: Record<string, unknown>;

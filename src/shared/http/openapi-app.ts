@@ -4,8 +4,9 @@
  * request validation against the contract, and the error model at the edge.
  *
  * - unknown path: 404 `not_found`; known path, wrong method: 405 `method_not_allowed`
- * - AdminKey operations: 503 `Admin API not configured` when ADMIN_API_KEY is empty,
- *   401 `Invalid admin API key` when the header is missing or wrong (constant time)
+ * - AdminKey operations: 503 `Admin API not configured` when no admin key is configured,
+ *   401 `Invalid admin API key` when the header is missing or wrong (constant time); the
+ *   matched key's name is the request's `actor`
  * - a request that violates the contract: 400 `validation_error` with the violations
  *   (a body that is not JSON, or JSON nested too deeply (wire-guards.ts), included)
  * - a body in a media type the operation does not declare: 415 `unsupported_media_type`
@@ -20,7 +21,7 @@
  * is sane (requestIdOf), else a new UUID; it is echoed in `X-Request-Id` and carried by every
  * line the edge writes for the request.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import type { AdminKeyring } from '../admin-keys.js';
 import type { IncomingMessage } from 'node:http';
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
@@ -53,8 +54,8 @@ export interface OpenApiAppOptions<Ops extends OperationsShape<Ops>, C> {
   logger: Logger;
   /** The service's name (the metrics' `service` label). */
   service: string;
-  /** The admin keys accepted (ADMIN_API_KEY and ADMIN_API_KEYS); none means not configured (503). */
-  adminKeys: readonly string[];
+  /** The admin keys accepted (ADMIN_API_KEY and ADMIN_API_KEYS), by name; none means not configured (503). */
+  adminKeys: AdminKeyring;
   validationFail?: { [K in keyof Ops]?: ValidationFailHandler<Ops[K], C> };
   /** Called for an operation's unexpected error; answer with the operation's own error body. */
   internalError?: { [K in keyof Ops]?: (req: UncheckedRequest, ctx: C, requestId: string) => UncheckedResult };
@@ -65,29 +66,14 @@ export interface OpenApiAppOptions<Ops extends OperationsShape<Ops>, C> {
 /** Hono's per-request variables set by the edge. */
 type EdgeEnv = { Variables: { requestId: string; route: { operationId?: string; path: string; method: string } | undefined } };
 
-const sha256 = (s: string) => createHash('sha256').update(s).digest();
-
-/**
- * Constant-time comparison of a presented secret with each configured one: every key is
- * compared (no early exit), so the time says nothing about which key, or how many, matched.
- */
-function secretMatches(presented: string | undefined | null, expected: readonly Buffer[]): boolean {
-  if (typeof presented !== 'string') return false;
-  const digest = sha256(presented);
-  let ok = false;
-  for (const e of expected) ok = timingSafeEqual(digest, e) || ok;
-  return ok;
-}
-
 /**
  * The edge's admin-key refusal, for an operation that needs the key only sometimes (the
  * transparency log's entry bundles, public when TLOG_PUBLIC=1): null when `presented` is one
  * of `keys`, else the error the edge answers for AdminKey operations.
  */
-export function adminKeyRefusal(keys: readonly string[], presented: string | undefined): AppError | null {
-  const digests = keys.filter((k) => k.length > 0).map(sha256);
-  if (!digests.length) return new AppError('unavailable', 'Admin API not configured');
-  return secretMatches(presented, digests) ? null : new AppError('auth_failed', 'Invalid admin API key');
+export function adminKeyRefusal(keys: AdminKeyring, presented: string | undefined): AppError | null {
+  if (!keys.configured) return new AppError('unavailable', 'Admin API not configured');
+  return keys.match(presented) !== null ? null : new AppError('auth_failed', 'Invalid admin API key');
 }
 
 /** The answer for an AppError: its status from the one code-to-status table, the spec's Error body. */
@@ -139,8 +125,11 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
     if (!opIds.has(name)) throw new Error(`handler ${name} names no operation of the contract`);
   }
 
+  const keyring = opts.adminKeys;
   const toReq = (c: OaContext, raw: Request, requestId: string, body: unknown): UncheckedRequest => ({
     requestId,
+    // The acting admin key's name (management events' actor); no hashing without the header.
+    actor: keyring.match((c.request?.headers as Record<string, string> | undefined)?.['x-admin-key']),
     method: raw.method,
     path: c.request?.path ?? new URL(raw.url).pathname,
     params: c.request?.params ?? {},
@@ -150,12 +139,12 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
     raw,
   });
 
-  const adminDigests = opts.adminKeys.filter((k) => k.length > 0).map(sha256);
-  const adminConfigured = adminDigests.length > 0;
+  const adminConfigured = keyring.configured;
+  const isAdmin = (presented: unknown) => keyring.match(typeof presented === 'string' ? presented : undefined) !== null;
   // Agent keys and bearer tokens are checked by the handlers themselves: the context API
   // answers its own error body and audits refused requests. Only AdminKey is checked here.
   for (const name of Object.keys(api.definition.components?.securitySchemes ?? {})) {
-    api.registerSecurityHandler(name, name === 'AdminKey' ? (c) => adminConfigured && secretMatches(c.request.headers['x-admin-key'] as string, adminDigests) : () => true);
+    api.registerSecurityHandler(name, name === 'AdminKey' ? (c) => isAdmin(c.request.headers['x-admin-key']) : () => true);
   }
 
   // The handlers' arguments after openapi-backend's context: the request, its id, its body,
@@ -235,7 +224,7 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
         const headers: Record<string, string> = {};
         raw.headers.forEach((v, k) => (headers[k] = v));
         const requestId = c.get('requestId');
-        const r = await special({ requestId, method: raw.method, path, params: {}, query: {}, headers, body: undefined, raw }, ctx);
+        const r = await special({ requestId, actor: null, method: raw.method, path, params: {}, query: {}, headers, body: undefined, raw }, ctx);
         if (r instanceof Response) return r;
         return new Response(JSON.stringify(r.body), { status: r.status, headers: { 'content-type': 'application/json; charset=utf-8', ...(r.headers ?? {}) } });
       },
@@ -291,7 +280,7 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
         // Routed first, so that the admin check still comes before anything about the body.
         opId = op?.operationId;
         c.set('route', op);
-        if (op && op.security?.some((s: Record<string, unknown>) => 'AdminKey' in s) && !(adminConfigured && secretMatches(headers['x-admin-key'], adminDigests))) {
+        if (op && op.security?.some((s: Record<string, unknown>) => 'AdminKey' in s) && !isAdmin(headers['x-admin-key'])) {
           result = adminConfigured ? errorResult(new AppError('auth_failed', 'Invalid admin API key')) : errorResult(new AppError('unavailable', 'Admin API not configured'));
         } else if (!op) {
           result = errorResult(new AppError('not_found', 'No such route'));
@@ -320,7 +309,7 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
         logger.child({ request_id: requestId }).error('unhandled error', { method: raw.method, path, error: e as Error });
         const special = opId ? internalError[opId] : undefined;
         result = special
-          ? special({ requestId, method: raw.method, path, params: {}, query: {}, headers: {}, body: undefined, raw }, ctx, requestId)
+          ? special({ requestId, actor: null, method: raw.method, path, params: {}, query: {}, headers: {}, body: undefined, raw }, ctx, requestId)
           : errorResult(new AppError('internal_error', 'Internal error', { details: { request_id: requestId } }));
       }
     }

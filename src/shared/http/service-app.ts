@@ -73,7 +73,7 @@ function serviceDef<Ops extends OperationsShape<Ops>>(opts: {
         ctx,
         logger: ctx.logger.child({ service: opts.name }),
         service: opts.name,
-        adminKeys: [ctx.config.adminApiKey, ...ctx.config.adminApiKeys].filter(Boolean),
+        adminKeys: ctx.config.adminKeyring,
       }),
     preHandle: pres.length
       ? (ctx: AppContext) => {

@@ -415,6 +415,7 @@ class DeploymentList(TypedDict):
 class AuditVerifyResult(TypedDict):
     status: Literal['ok', 'tampered']
     transparency_log: TransparencyLogVerifyResult
+    management_events: ManagementEventsVerifyResult
     record_count: int
     legacy_record_count: int
     first_chained_sequence: int | None
@@ -425,6 +426,47 @@ class AuditVerifyResult(TypedDict):
     genesis_hash: str | None
     deployment_id: str | None
     initialized_at: str | None
+
+
+class ManagementEvent(TypedDict):
+    """
+    One administrative act. Its leaf in the transparency log is the RFC 8785 canonical JSON
+    of this object. `record_hash` = hex SHA-256 of the UTF-8 text
+    `<event_sequence>:<previous_hash><content>`, where `content` is the canonical JSON of
+    the event's own fields (`actor`, `after`, `before`, `event_id`, `event_type`,
+    `occurred_at`, `request_id`, `resource_id`, `resource_type`); `previous_hash` is the
+    previous event's `record_hash`, or the audit genesis hash for the first event.
+    """
+    event_id: str
+    event_sequence: int
+    event_type: str
+    resource_type: str
+    resource_id: str
+    actor: str
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    request_id: str | None
+    occurred_at: str
+    previous_hash: str
+    record_hash: str
+    leaf_index: int
+
+
+class ManagementEventPage(TypedDict):
+    events: list[ManagementEvent]
+    next_cursor: str | None
+
+
+class ManagementEventsVerifyResult(TypedDict):
+    """
+    The management events' chain: `event_sequence` 1, 2, ... with no gap, each
+    `previous_hash` the previous event's `record_hash` (the genesis hash for the first) and
+    each `record_hash` recomputed from the event.
+    """
+    status: Literal['ok', 'tampered']
+    event_count: int
+    tampered_at_sequence: int | None
+    error: str | None
 
 
 class TransparencyLogVerifyResult(TypedDict):

@@ -7,16 +7,17 @@
  * Property names are the column names (snake_case), so a row read through drizzle has the
  * same shape as one read with raw SQL.
  */
-export { agents } from './agents.js';
+export { activeSubscriptions } from './active-subscriptions.js';
 export { agentApiKeys } from './agent-api-keys.js';
 export { agentContextRequests } from './agent-context-requests.js';
 export { agentOutputLogs } from './agent-output-logs.js';
 export { agentPolicyOverrides } from './agent-policy-overrides.js';
-export { activeSubscriptions } from './active-subscriptions.js';
+export { agents } from './agents.js';
 export { auditChainGenesis } from './audit-chain-genesis.js';
+export { auditManagementEvents } from './audit-management-events.js';
 export { auditTlogCheckpoints, auditTlogCosignatures, auditTlogTiles } from './audit-tlog.js';
-export { bundles } from './bundles.js';
 export { bundleScds } from './bundle-scds.js';
+export { bundles } from './bundles.js';
 export { contentVersion } from './content-version.js';
 export { contextServiceEvents } from './context-service-events.js';
 export { deployments } from './deployments.js';
