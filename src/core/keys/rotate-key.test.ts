@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestStack, type TestStack } from '../../../test/harness.js';
+import { REAL, startTestStack, type TestStack } from '../../../test/harness.js';
 import { agentId, issueKey, makeAgent, settableClock } from '../../../test/identity/fixtures.js';
 import { hashKey } from './key-material.js';
 import { keyCache } from './key-cache.js';
@@ -110,6 +110,16 @@ describe('POST /api/agents/{agent_id}/api-keys/{key_id}/rotate', () => {
     clock.advance(60_000);
     expect((await ask(k.api_key)).status).toBe(401);
     expect((await ask(r.body.api_key)).status).toBe(200);
+  });
+
+  // PGlite runs one query at a time: the race belongs to the PostgreSQL run.
+  it.runIf(REAL)('concurrent rotations of one key: exactly one wins, the others are 409, one successor exists', async () => {
+    const { a, k } = await agentAndKey();
+    const results = await Promise.all(Array.from({ length: 6 }, () => rotate(a.agent_id, k.key_id, { grace_seconds: 60 })));
+    expect(results.map((r) => r.status).sort()).toEqual([201, 409, 409, 409, 409, 409]);
+    const rows = await t.testDb.owner.query(`SELECT key_id FROM agent_api_keys WHERE rotated_from = $1`, [k.key_id]);
+    expect(rows).toHaveLength(1);
+    expect((await eventsOf(k.key_id)).filter((e) => e.event_type === 'key.rotated')).toHaveLength(1);
   });
 
   it('bad grace_seconds is 400 and changes nothing', async () => {
