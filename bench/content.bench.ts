@@ -44,6 +44,9 @@ interface Shape {
   metaScds: number;
   roles: number;
 }
+
+/** The bench's changes are management events of their own actor. */
+const BENCH_WHO = { actor: 'bench', request_id: null };
 const FULL: Shape = { domains: 19, std3: 39, std4: 20, std5: 20, std5Scds: 19, concerns: 400, concernScds: 24, metaScds: 20, roles: 50 };
 const SMALL: Shape = { domains: 4, std3: 4, std4: 2, std5: 2, std5Scds: 40, concerns: 36, concernScds: 25, metaScds: 20, roles: 10 };
 
@@ -190,7 +193,7 @@ export default async function contentBench(b: Bench): Promise<void> {
     const t0 = performance.now();
     for (const body of g.bundles) {
       const s = performance.now();
-      await createBundle(ctx, body);
+      await createBundle(ctx, body, BENCH_WHO);
       perBundle.push(performance.now() - s);
     }
     const publishTotal = performance.now() - t0;
@@ -231,7 +234,7 @@ export default async function contentBench(b: Bench): Promise<void> {
     const deploys: number[] = [];
     for (let i = 0; i < 5; i++) {
       const s = performance.now();
-      await createDeployment(ctx, { project_bundles: [{ id: g.project, version: '1.0.0' }] });
+      await createDeployment(ctx, { project_bundles: [{ id: g.project, version: '1.0.0' }] }, BENCH_WHO);
       deploys.push(performance.now() - s);
     }
     line(ms(pct(deploys, 50)), 'ms', 'POST /api/deploy verb p50 (resolution, insert, supersession, in one transaction)');
@@ -258,8 +261,8 @@ export default async function contentBench(b: Bench): Promise<void> {
     await contentCache(ctx).current();
     for (const roleId of g.roles) await selectContext(ctx, { roleId, overrides: [], restrictions: [] });
     const extra = bundleBody('bundle:bench-extra', 'concern', { docs: [scd('scd:project:extra-0')], roles: ['role:r0'] });
-    await createBundle(ctx, extra);
-    await createDeployment(ctx, { project_bundles: [{ id: extra.id, version: '1.0.0' }] });
+    await createBundle(ctx, extra, BENCH_WHO);
+    await createDeployment(ctx, { project_bundles: [{ id: extra.id, version: '1.0.0' }] }, BENCH_WHO);
     s0 = performance.now();
     await buildSnapshot(db, version + 2, contents, base);
     line(ms(performance.now() - s0), 'ms', 'materialization rebuild after a deployment adding one bundle (incremental: only the new version is read)');

@@ -2,6 +2,7 @@
  * `svc-server [service...]`: starts every service (default) or the named ones, in one process.
  * Services: api, rules, context-grpc, context-webhook, telemetry, collector.
  */
+import { recordEvent, systemActor } from './core/audit/events.js';
 import { ConfigError, configWarnings, loadConfig } from './shared/config.js';
 import { createLogger } from './shared/logger.js';
 import { createAppContext, StartupError } from './shared/app-context.js';
@@ -49,6 +50,11 @@ async function main(argv: string[]): Promise<void> {
     throw e;
   }
   const stack = await startStack(ctx, names as ServiceName[]);
+  // Which named admin keys this process accepts, once it started (its start checks passed): a
+  // management event at every start, names only.
+  if (config.adminKeyring.configured) {
+    await ctx.db.tx((db) => recordEvent(db, systemActor('startup'), { event_type: 'admin_keys.loaded', resource_type: 'admin_key', resource_id: 'keyring', after: { names: [...config.adminKeyring.names], services: names } }, ctx.clock.now()));
+  }
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;

@@ -12,12 +12,13 @@ import { transparencyLog } from '../../src/core/tlog/log.js';
 import { readLeaves } from '../../src/core/tlog/leaves.js';
 import { eventRecordHash } from '../../src/core/audit/events.js';
 import { LeafRecordChecker } from '../../src/core/tlog/record-check.js';
+import { bundle, concern, deploy, path, publish, uid } from '../content/factories.js';
 
 const OPS_KEY = `ops_${randomBytes(24).toString('base64url')}`;
 let t: TestStack;
 
 beforeAll(async () => {
-  t = await startTestStack({ services: ['api'], env: { ADMIN_API_KEYS: `ops:${OPS_KEY}` } });
+  t = await startTestStack({ services: ['api', 'rules'], env: { ADMIN_API_KEYS: `ops:${OPS_KEY}` } });
 });
 afterAll(async () => {
   await t?.close();
@@ -62,6 +63,55 @@ describe('management events', () => {
     const revoked = all.events.find((e) => e.event_type === 'key.revoked' && e.resource_id === key.key_id);
     expect(revoked?.after).toMatchObject({ status: 'revoked', revoked_by: 'system:agent-revoked', agent_id: agent.agent_id });
     expect(all.events.find((e) => e.event_type === 'agent.revoked' && e.resource_id === agent.agent_id)?.after).toEqual({ status: 'revoked' });
+  });
+
+  it('records MCP servers, bundles, tags, deployments and rules, each with its change (and no event for a refused change)', async () => {
+    const ops = { 'x-admin-key': OPS_KEY };
+    const last = async (resource: string) => (await events(`?resource_id=${encodeURIComponent(resource)}`)).events;
+    // MCP servers.
+    const m = await t.call('api', 'POST', '/api/mcp-servers', { headers: ops, body: { name: 'fhir', owner_name: 'Ana' } });
+    expect(m.status).toBe(200);
+    const id = m.body.server_id as string;
+    expect((await t.call('api', 'PUT', `/api/mcp-servers/${id}`, { headers: ops, body: { status: 'deprecated' } })).status).toBe(200);
+    expect((await t.call('api', 'PUT', `/api/mcp-servers/${id}`, { headers: ops, body: { status: 'deprecated' } })).status).toBe(200); // no change: no event
+    expect((await t.call('api', 'DELETE', `/api/mcp-servers/${id}`, { headers: ops })).status).toBe(200);
+    expect((await last(id)).map((e) => [e.event_type, e.actor, e.before, e.after?.status ?? null])).toEqual([
+      ['mcp_server.deleted', 'ops', expect.objectContaining({ server_id: id, status: 'deprecated' }), null],
+      ['mcp_server.updated', 'ops', { status: 'active' }, 'deprecated'],
+      ['mcp_server.created', 'ops', null, 'active'],
+    ]);
+    // Bundles, a tag, a deployment; a refused publish (a version that exists) writes nothing.
+    const c = concern(`ev-${uid()}`, 2);
+    await publish(t, c.body);
+    const count = (await events('?limit=1000')).events.length;
+    await publish(t, c.body, 409);
+    expect((await events('?limit=1000')).events.length).toBe(count);
+    const [published] = await last(`${c.id}:1.0.0`);
+    expect(published).toMatchObject({ event_type: 'bundle.published', actor: 'admin', after: { bundle_id: c.id, version: '1.0.0', scds: c.scds, validation_status: 'valid' } });
+    const tag = `ev-${uid()}:prod`;
+    expect((await t.call('api', 'POST', '/api/tags', { admin: true, body: { tag, bundle_id: c.id, bundle_version: '1.0.0' } })).status).toBe(201);
+    await publish(t, bundle(c.id, 'concern', { version: '1.1.0', scds: c.scds }));
+    expect((await t.call('api', 'PUT', `/api/tags/${tag}`, { headers: ops, body: { bundle_id: c.id, bundle_version: '1.1.0' } })).status).toBe(200);
+    const tagEvents = await last(tag);
+    expect(tagEvents.map((e) => [e.event_type, e.actor])).toEqual([['tag.moved', 'ops'], ['tag.created', 'admin']]);
+    expect(tagEvents[0]).toMatchObject({ before: { bundle_version: '1.0.0' }, after: { bundle_version: '1.1.0' } });
+    const d = await deploy(t, [[c.id, '1.0.0']]);
+    expect((await last(d.deployment_id))[0]).toMatchObject({ event_type: 'deployment.created', after: { project_bundles: [`${c.id}:1.0.0`] } });
+    const d2 = await deploy(t, [[c.id, '1.1.0']]);
+    expect((await last(d2.deployment_id))[0]!.after.superseded).toEqual([d.deployment_id]);
+    expect((await t.call('api', 'DELETE', path(c.id, '1.0.0'), { headers: ops })).status).toBe(204);
+    expect((await last(`${c.id}:1.0.0`))[0]).toMatchObject({ event_type: 'bundle.deactivated', actor: 'ops', before: { is_active: true }, after: { is_active: false } });
+    // Rules (port 8001).
+    const schemaId = `ev-${uid()}`;
+    expect((await t.call('rules', 'POST', '/api/rules/schemas', { headers: ops, body: { id: schemaId, schema: { type: 'object' } } })).status).toBe(201);
+    expect((await t.call('rules', 'POST', '/api/rules/rule-sets', { headers: ops, body: { id: schemaId, version: '1.0.0', schema_id: schemaId } })).status).toBe(201);
+    expect((await t.call('rules', 'POST', `/api/rules/rule-sets/${schemaId}/rules`, { headers: ops, body: { rule_id: 'r1', rule_data: { a: 1 } } })).status).toBe(201);
+    const rules = (await events('?actor=ops&limit=10')).events.filter((e) => e.resource_type.startsWith('rule'));
+    expect(rules.map((e) => [e.event_type, e.resource_id])).toEqual([
+      ['rule.created', `${schemaId}@1.0.0/r1`],
+      ['rule_set.created', `${schemaId}@1.0.0`],
+      ['rule_schema.created', schemaId],
+    ]);
   });
 
   it('filters, and pages newest first by cursor', async () => {

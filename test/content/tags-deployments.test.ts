@@ -10,7 +10,7 @@ import { createDeployment } from '../../src/core/deployments/deployment-service.
 import { createAppContext } from '../../src/shared/app-context.js';
 import { createMemoryBroker } from '../../src/shared/broker.js';
 import { memoryLogger } from '../../src/shared/logger.js';
-import { startTestStack, type TestStack } from '../harness.js';
+import { startTestStack, TEST_WHO, type TestStack } from '../harness.js';
 import { bundle, concern, deploy, path, publish, uid } from './factories.js';
 
 let t: TestStack;
@@ -216,10 +216,10 @@ describe('deployments', () => {
       await publish(t, concern(name, 1).body);
       const dom = bundle(`bundle:d-${uid()}`, 'domain', { imports: [`bundle:${name}`] });
       await publish(t, dom);
-      const d1 = await createDeployment(other, { project_bundles: [{ id: String(dom.id), version: '1.0.0' }] });
+      const d1 = await createDeployment(other, { project_bundles: [{ id: String(dom.id), version: '1.0.0' }] }, TEST_WHO);
       expect(d1.resolved_bundles[1]).toBe(`bundle:${name}:1.0.0`);
       await publish(t, concern(name, 1, { version: '1.1.0', scds: [`scd:project:${name}-b`] }).body);
-      const d2 = await createDeployment(other, { project_bundles: [{ id: String(dom.id), version: '1.0.0' }] });
+      const d2 = await createDeployment(other, { project_bundles: [{ id: String(dom.id), version: '1.0.0' }] }, TEST_WHO);
       expect(d2.resolved_bundles[1]).toBe(`bundle:${name}:1.1.0`);
       await call('DELETE', path(`bundle:${name}`, '1.0.0'));
       await call('DELETE', path(`bundle:${name}`, '1.1.0')).then((r) => expect(r.status).toBe(409)); // deployed by d2

@@ -155,7 +155,9 @@ describe("README's walkthrough", () => {
 
     // Audit: verify ok over exactly these records, as the last line of the audit step printed.
     const verify = JSON.parse(outputs[AUDIT]!.split('\n').at(-1)!);
-    expect(verify).toMatchObject({ status: 'ok', record_count: ids.length, tampered_at_sequence: null, error: null });
+    // record_count: the requests and the management events of the steps (agent, key, bundle, tag, deployment).
+    expect(verify).toMatchObject({ status: 'ok', record_count: ids.length + verify.management_events.event_count, tampered_at_sequence: null, error: null });
+    expect(verify.management_events).toMatchObject({ status: 'ok' });
     const records = await t.call('api', 'GET', '/api/audit/requests?agent_id=agent%3Aclaims-bot', { admin: true });
     expect(records.status).toBe(200);
     expect(records.body.records.map((r: any) => [r.request_id, r.request_params.via, r.context_scd_ids])).toEqual(

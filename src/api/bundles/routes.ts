@@ -3,6 +3,7 @@ import type { AppContext } from '../../shared/app-context.js';
 import { errorResult, type UncheckedRequest, type ValidationIssue } from '../../shared/http/openapi-app.js';
 import type { operations } from '../../../gen/openapi/control-plane.js';
 import type { RouteModule } from '../../shared/service.js';
+import { whoOf } from '../../shared/http/who.js';
 import { createBundle } from '../../core/bundles/create-bundle.js';
 import { deactivateBundleVersion, getBundleVersion, listBundles } from '../../core/bundles/bundle-queries.js';
 import { bundleValidationError, checkBundleInput, type Issue } from '../../core/bundles/validate-bundle.js';
@@ -50,7 +51,7 @@ export const routes = {
       if (nul !== null) {
         throw bundleValidationError(req.body, [{ path: `/body${nul}`, rule: 'nul_character', message: `/body${nul} contains the NUL character (U+0000), which cannot be stored` }]);
       }
-      return { status: 201, body: await createBundle(ctx, req.body) };
+      return { status: 201, body: await createBundle(ctx, req.body, whoOf(req)) };
     },
     async listBundles(req, ctx) {
       const q = req.query;
@@ -60,7 +61,7 @@ export const routes = {
       return { status: 200, body: await getBundleVersion(ctx, req.params.bundle_id, req.params.version) };
     },
     async deactivateBundleVersion(req, ctx) {
-      await deactivateBundleVersion(ctx, req.params.bundle_id, req.params.version);
+      await deactivateBundleVersion(ctx, req.params.bundle_id, req.params.version, whoOf(req));
       return { status: 204 };
     },
   },

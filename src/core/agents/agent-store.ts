@@ -40,12 +40,6 @@ export function toAgent(r: AgentRow): Agent {
 }
 
 /** The agent row, locked for the rest of the transaction when `lock` is set; 404 when absent. */
-/** An agent's fields as management events record them (the wire shape but its timestamps). */
-export function agentFields(a: Agent): Record<string, unknown> {
-  const { created_at: _c, updated_at: _u, ...fields } = a as Agent & { created_at?: unknown; updated_at?: unknown };
-  return fields;
-}
-
 export async function getAgentRow(db: Db, agentId: string, lock = false): Promise<AgentRow> {
   const q = db.orm.select().from(agents).where(eq(agents.agent_id, agentId));
   const [row] = lock ? await q.for('update') : await q;

@@ -3,8 +3,8 @@ import type { components } from '../../../gen/openapi/control-plane.js';
 import type { AppContext } from '../../shared/app-context.js';
 import { AppError } from '../../shared/errors.js';
 import { agents } from '../db/schema/index.js';
-import { agentFields, assertUnderCap, intentsToStore, lockAgentCap, syncAgentGraph, toAgent, type Agent } from './agent-store.js';
-import { recordEvent, type Who } from '../audit/events.js';
+import { assertUnderCap, intentsToStore, lockAgentCap, syncAgentGraph, toAgent, type Agent } from './agent-store.js';
+import { eventFields, recordEvent, type Who } from '../audit/events.js';
 
 /** The contract's body; `status` and `created_by` (contract defaults) may be left out, and are defaulted here. */
 export type CreateAgentInput = components['schemas']['AgentCreate'];
@@ -44,7 +44,7 @@ export async function createAgent(ctx: AppContext, input: CreateAgentInput, who:
       .returning();
     if (!row) throw new AppError('conflict', `Agent ${input.agent_id} already exists (agent ids are never reused, revoked agents included)`);
     const agent = toAgent(row);
-    await recordEvent(db, who, { event_type: 'agent.created', resource_type: 'agent', resource_id: agent.agent_id, after: agentFields(agent) }, now);
+    await recordEvent(db, who, { event_type: 'agent.created', resource_type: 'agent', resource_id: agent.agent_id, after: eventFields(agent) }, now);
     return agent;
   });
 }

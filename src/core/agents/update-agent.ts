@@ -11,8 +11,8 @@ import { invalidateKeys } from '../keys/key-cache.js';
 import { ownerUnverifiable } from './create-agent.js';
 import { and, eq } from 'drizzle-orm';
 import { agentApiKeys, agentPolicyOverrides, agents } from '../db/schema/index.js';
-import { agentFields, assertUnderCap, getAgentRow, intentsToStore, lockAgentCap, syncAgentGraph, toAgent, type Agent } from './agent-store.js';
-import { changedFields, recordEvent, type Who } from '../audit/events.js';
+import { assertUnderCap, getAgentRow, intentsToStore, lockAgentCap, syncAgentGraph, toAgent, type Agent } from './agent-store.js';
+import { changedFields, eventFields, recordEvent, type Who } from '../audit/events.js';
 
 export type UpdateAgentInput = components['schemas']['AgentUpdate'];
 export type AgentPolicyInput = components['schemas']['AgentPolicyUpdate'];
@@ -47,7 +47,7 @@ function agentEventType(before: Agent['status'], after: Agent['status']): string
 
 /** The agent's event: only the fields that changed (none: no event). */
 async function agentChanged(db: Db, who: Who, before: Agent, after: Agent, at: Date, type = agentEventType(before.status, after.status)): Promise<void> {
-  const changed = changedFields(agentFields(before), agentFields(after));
+  const changed = changedFields(eventFields(before), eventFields(after));
   if (!changed.after) return;
   await recordEvent(db, who, { event_type: type, resource_type: 'agent', resource_id: after.agent_id, ...changed }, at);
 }

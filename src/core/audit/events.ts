@@ -85,6 +85,12 @@ export function changedFields(
   return Object.keys(a).length ? { before: b, after: a } : { before: null, after: null };
 }
 
+/** A resource's fields as events record them: its wire shape without its own timestamps (created_at, updated_at). */
+export function eventFields(o: object): Record<string, unknown> {
+  const { created_at: _c, updated_at: _u, ...fields } = o as Record<string, unknown>;
+  return fields;
+}
+
 /** Writes one event in the caller's transaction (`db` is the handle `ctx.db.tx` gives). */
 export async function recordEvent(db: Db, who: Who, ev: EventInput, now: Date = new Date()): Promise<{ event_id: string; leaf_index: number }> {
   const e: EventContent = {

@@ -6,6 +6,7 @@ import { AppError } from '../../shared/errors.js';
 import type { components } from '../../../gen/openapi/control-plane.js';
 import { announceContentChange, bumpVersions } from '../graph/content-version.js';
 import { pinned } from '../graph/refs.js';
+import { recordEvent, type Who } from '../audit/events.js';
 
 type BundleList = components['schemas']['BundleList'];
 type BundleVersionDetail = components['schemas']['BundleVersionDetail'];
@@ -82,7 +83,7 @@ export async function getBundleVersion(ctx: AppContext, id: string, version: str
  * Deactivates a version (is_active false). Refused (409) while a tag points to it or an
  * active deployment holds it, directly or through imports; idempotent otherwise.
  */
-export async function deactivateBundleVersion(ctx: AppContext, id: string, version: string): Promise<void> {
+export async function deactivateBundleVersion(ctx: AppContext, id: string, version: string, who: Who): Promise<void> {
   const ref = pinned(id, version);
   const changed = await ctx.db.tx(async (t) => {
     const contentVersion = (await bumpVersions(t, true)).version;
@@ -109,6 +110,7 @@ export async function deactivateBundleVersion(ctx: AppContext, id: string, versi
       });
     }
     await t.orm.update(bundles).set({ is_active: false }).where(thisVersion);
+    await recordEvent(t, who, { event_type: 'bundle.deactivated', resource_type: 'bundle', resource_id: ref, before: { is_active: true }, after: { is_active: false, content_version: contentVersion } }, ctx.clock.now());
     return contentVersion;
   });
   if (changed !== null) {

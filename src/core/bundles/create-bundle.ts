@@ -14,11 +14,12 @@ import { pinned } from '../graph/refs.js';
 import { resolveClosure } from '../graph/resolve.js';
 import { removeGraph, writeGraph } from '../graph/write-graph.js';
 import { bundleValidationError, checkBundleInput, manifestOf, type Issue } from './validate-bundle.js';
+import { recordEvent, type Who } from '../audit/events.js';
 
 export type BundleCreate = components['schemas']['BundleCreate'];
 export type BundleCreated = components['schemas']['BundleCreated'];
 
-export async function createBundle(ctx: AppContext, input: BundleCreate): Promise<BundleCreated> {
+export async function createBundle(ctx: AppContext, input: BundleCreate, who: Who): Promise<BundleCreated> {
   const ref = pinned(input.id, input.version);
   const isDraft = input.version === 'DRAFT';
   const { version: contentVersion, result } = await ctx.db.tx(async (t) => {
@@ -100,6 +101,15 @@ export async function createBundle(ctx: AppContext, input: BundleCreate): Promis
       validation_status: status,
       validation_errors: findings.length ? (findings as BundleCreated['validation_errors']) : null,
     };
+    await recordEvent(t, who, {
+      event_type: isDraft ? 'bundle.draft_saved' : 'bundle.published',
+      resource_type: 'bundle',
+      resource_id: ref,
+      after: {
+        bundle_id: input.id, version: input.version, type: input.type, title: input.title, created_by: input.provenance.created_by,
+        imports: input.imports ?? [], scds: input.scds, validation_status: status, content_version: contentVersion, replaced_draft: !!existing,
+      },
+    }, now);
     return { version: contentVersion, result };
   });
   await announceContentChange(ctx, contentVersion);

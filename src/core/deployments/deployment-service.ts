@@ -16,6 +16,7 @@ import { bundles, deployments } from '../db/schema/index.js';
 import type { components } from '../../../gen/openapi/control-plane.js';
 import { announceContentChange, bumpVersions } from '../graph/content-version.js';
 import { pinned } from '../graph/refs.js';
+import { recordEvent, type Who } from '../audit/events.js';
 import { headsAt, resolveInMemory } from '../graph/resolve.js';
 
 type Deployment = components['schemas']['Deployment'];
@@ -31,7 +32,7 @@ const toDeployment = (r: typeof deployments.$inferSelect): Deployment => ({
   created_at: r.created_at.toISOString(),
 });
 
-export async function createDeployment(ctx: AppContext, input: DeployRequest): Promise<Deployment> {
+export async function createDeployment(ctx: AppContext, input: DeployRequest, who: Who): Promise<Deployment> {
   const roots = input.project_bundles.map((p) => pinned(p.id, p.version));
   const dup = roots.find((r, i) => roots.indexOf(r) !== i);
   if (dup) {
@@ -77,6 +78,10 @@ export async function createDeployment(ctx: AppContext, input: DeployRequest): P
       )
       .returning({ deployment_id: deployments.deployment_id });
     if (superseded.length) ctx.logger.info('deployments superseded', { by: id, superseded: superseded.map((s) => s.deployment_id) });
+    await recordEvent(t, who, {
+      event_type: 'deployment.created', resource_type: 'deployment', resource_id: id,
+      after: { project_bundles: roots, resolved_bundles: res.order, superseded: superseded.map((s) => s.deployment_id), content_version: v },
+    }, now);
     return { v, row: row! };
   });
   await announceContentChange(ctx, v);

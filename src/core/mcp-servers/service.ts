@@ -11,6 +11,7 @@ import type { AppContext } from '../../shared/app-context.js';
 import { AppError } from '../../shared/errors.js';
 import { ownerUnverifiable } from '../agents/create-agent.js';
 import { mcpServers } from '../db/schema/index.js';
+import { changedFields, eventFields, recordEvent, type Who } from '../audit/events.js';
 
 export type McpServer = components['schemas']['McpServer'];
 /** The contract's body; `created_by` (contract default `admin`) may be left out, and is defaulted here. */
@@ -34,25 +35,29 @@ const toServer = (r: typeof mcpServers.$inferSelect): McpServer => ({
 
 const notFound = (id: string) => new AppError('not_found', `MCP server ${id} does not exist`);
 
-export async function createMcpServer(ctx: AppContext, input: McpServerCreate): Promise<McpServer> {
+export async function createMcpServer(ctx: AppContext, input: McpServerCreate, who: Who): Promise<McpServer> {
   // The contract already allows only false here; the verb holds the rule for other callers too.
   if ((input.owner_verified as boolean | undefined) === true) throw ownerUnverifiable();
   const now = ctx.clock.now();
-  const [row] = await ctx.db.orm
-    .insert(mcpServers)
-    .values({
-      server_id: `mcp_${randomBytes(16).toString('hex')}`,
-      name: input.name,
-      description: input.description ?? null,
-      status: 'active',
-      owner_name: input.owner_name ?? null,
-      owner_verified: false,
-      created_by: input.created_by ?? 'admin',
-      created_at: now,
-      updated_at: now,
-    })
-    .returning();
-  return toServer(row);
+  return ctx.db.tx(async (db) => {
+    const [row] = await db.orm
+      .insert(mcpServers)
+      .values({
+        server_id: `mcp_${randomBytes(16).toString('hex')}`,
+        name: input.name,
+        description: input.description ?? null,
+        status: 'active',
+        owner_name: input.owner_name ?? null,
+        owner_verified: false,
+        created_by: input.created_by ?? 'admin',
+        created_at: now,
+        updated_at: now,
+      })
+      .returning();
+    const server = toServer(row);
+    await recordEvent(db, who, { event_type: 'mcp_server.created', resource_type: 'mcp_server', resource_id: server.server_id, after: eventFields(server) }, now);
+    return server;
+  });
 }
 
 export async function listMcpServers(ctx: AppContext, input: ListMcpServersInput): Promise<McpServerList> {
@@ -70,29 +75,40 @@ export async function getMcpServer(ctx: AppContext, serverId: string): Promise<M
   return toServer(row);
 }
 
-export async function updateMcpServer(ctx: AppContext, serverId: string, input: McpServerUpdate): Promise<McpServer> {
+export async function updateMcpServer(ctx: AppContext, serverId: string, input: McpServerUpdate, who: Who): Promise<McpServer> {
   if (input.owner_verified === true) throw ownerUnverifiable();
-  // A field left out (or a null name or status) keeps its stored value; a null description
-  // or owner_name clears it.
-  const [row] = await ctx.db.orm
-    .update(mcpServers)
-    .set({
-      ...(input.name != null && { name: input.name }),
-      ...(input.description !== undefined && { description: input.description ?? null }),
-      ...(input.status != null && { status: input.status }),
-      ...(input.owner_name !== undefined && { owner_name: input.owner_name ?? null }),
-      owner_verified: false,
-      updated_at: ctx.clock.now(),
-    })
-    .where(eq(mcpServers.server_id, serverId))
-    .returning();
-  if (!row) throw notFound(serverId);
-  return toServer(row);
+  const now = ctx.clock.now();
+  return ctx.db.tx(async (db) => {
+    const [cur] = await db.orm.select().from(mcpServers).where(eq(mcpServers.server_id, serverId)).for('update');
+    if (!cur) throw notFound(serverId);
+    // A field left out (or a null name or status) keeps its stored value; a null description
+    // or owner_name clears it.
+    const [row] = await db.orm
+      .update(mcpServers)
+      .set({
+        ...(input.name != null && { name: input.name }),
+        ...(input.description !== undefined && { description: input.description ?? null }),
+        ...(input.status != null && { status: input.status }),
+        ...(input.owner_name !== undefined && { owner_name: input.owner_name ?? null }),
+        owner_verified: false,
+        updated_at: now,
+      })
+      .where(eq(mcpServers.server_id, serverId))
+      .returning();
+    const server = toServer(row!);
+    const changed = changedFields(eventFields(toServer(cur)), eventFields(server));
+    if (changed.after) await recordEvent(db, who, { event_type: 'mcp_server.updated', resource_type: 'mcp_server', resource_id: serverId, ...changed }, now);
+    return server;
+  });
 }
 
 /** Hard delete; answers the record as it was just before. */
-export async function deleteMcpServer(ctx: AppContext, serverId: string): Promise<McpServer> {
-  const [row] = await ctx.db.orm.delete(mcpServers).where(eq(mcpServers.server_id, serverId)).returning();
-  if (!row) throw notFound(serverId);
-  return toServer(row);
+export async function deleteMcpServer(ctx: AppContext, serverId: string, who: Who): Promise<McpServer> {
+  return ctx.db.tx(async (db) => {
+    const [row] = await db.orm.delete(mcpServers).where(eq(mcpServers.server_id, serverId)).returning();
+    if (!row) throw notFound(serverId);
+    const server = toServer(row);
+    await recordEvent(db, who, { event_type: 'mcp_server.deleted', resource_type: 'mcp_server', resource_id: serverId, before: eventFields(server) }, ctx.clock.now());
+    return server;
+  });
 }

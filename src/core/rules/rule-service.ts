@@ -11,6 +11,7 @@ import { and, eq, getTableColumns, sql } from 'drizzle-orm';
 import type { AppContext } from '../../shared/app-context.js';
 import type { Db } from '../db/index.js';
 import { graphEdges, graphNodes, ruleHistory, ruleSchemas, ruleSets, rules } from '../db/schema/index.js';
+import { recordEvent, type Who } from '../audit/events.js';
 import { AppError } from '../../shared/errors.js';
 import type { components } from '../../../gen/openapi/rules.js';
 import { semverSortKey } from '../../shared/semver.js';
@@ -46,20 +47,24 @@ function validatorFor(ctx: AppContext, row: SchemaRow): ValidateFunction {
   return v;
 }
 
-export async function createRuleSchema(ctx: AppContext, input: S['CreateRuleSchemaRequest']): Promise<S['RuleSchema']> {
+export async function createRuleSchema(ctx: AppContext, input: S['CreateRuleSchemaRequest'], who: Who): Promise<S['RuleSchema']> {
   try {
     compileRuleSchema(input.schema);
   } catch (e) {
     if (!(e instanceof SchemaCompileError)) throw e;
     throw new AppError('validation_error', `Rule schema ${input.id} is not a valid JSON Schema: ${e.message}`, { details: { schema_errors: [e.message] } });
   }
-  const rows = await ctx.db.orm
-    .insert(ruleSchemas)
-    .values({ id: input.id, schema: input.schema, edge: input.edge ?? null, created_at: ctx.clock.now() })
-    .onConflictDoNothing({ target: ruleSchemas.id })
-    .returning();
-  if (!rows[0]) throw new AppError('conflict', `Rule schema ${input.id} already exists (schemas are immutable)`);
-  return toSchema(rows[0]);
+  const now = ctx.clock.now();
+  return ctx.db.tx(async (t) => {
+    const rows = await t.orm
+      .insert(ruleSchemas)
+      .values({ id: input.id, schema: input.schema, edge: input.edge ?? null, created_at: now })
+      .onConflictDoNothing({ target: ruleSchemas.id })
+      .returning();
+    if (!rows[0]) throw new AppError('conflict', `Rule schema ${input.id} already exists (schemas are immutable)`);
+    await recordEvent(t, who, { event_type: 'rule_schema.created', resource_type: 'rule_schema', resource_id: input.id, after: { schema: input.schema, edge: input.edge ?? null } }, now);
+    return toSchema(rows[0]);
+  });
 }
 
 export async function getRuleSchema(ctx: AppContext, id: string): Promise<S['RuleSchema']> {
@@ -68,7 +73,7 @@ export async function getRuleSchema(ctx: AppContext, id: string): Promise<S['Rul
   return toSchema(row);
 }
 
-export async function createRuleSet(ctx: AppContext, input: S['CreateRuleSetRequest']): Promise<S['RuleSet']> {
+export async function createRuleSet(ctx: AppContext, input: S['CreateRuleSetRequest'], who: Who): Promise<S['RuleSet']> {
   return ctx.db.tx(async (t) => {
     const [schema] = await t.orm.select({ id: ruleSchemas.id }).from(ruleSchemas).where(eq(ruleSchemas.id, input.schema_id));
     if (!schema) throw new AppError('not_found', `Rule schema ${input.schema_id} does not exist`, { details: { schema_id: input.schema_id } });
@@ -78,6 +83,7 @@ export async function createRuleSet(ctx: AppContext, input: S['CreateRuleSetRequ
       .onConflictDoNothing({ target: [ruleSets.id, ruleSets.version] })
       .returning();
     if (!rows[0]) throw new AppError('conflict', `Rule set ${input.id} version ${input.version} already exists`);
+    await recordEvent(t, who, { event_type: 'rule_set.created', resource_type: 'rule_set', resource_id: `${input.id}@${input.version}`, after: { id: input.id, version: input.version, schema_id: input.schema_id } }, rows[0].created_at);
     return toSet(rows[0]);
   });
 }
@@ -120,7 +126,7 @@ export function edgeFor(mapping: EdgeMapping, data: Record<string, unknown>): { 
   return { type: mapping.type, from: `${mapping.from_label ?? mapping.from_field}:${String(a)}`, to: `${mapping.to_label ?? mapping.to_field}:${String(b)}` };
 }
 
-export async function createRule(ctx: AppContext, setId: string, version: string | undefined, input: S['CreateRuleRequest']): Promise<S['Rule']> {
+export async function createRule(ctx: AppContext, setId: string, version: string | undefined, input: S['CreateRuleRequest'], who: Who): Promise<S['Rule']> {
   return ctx.db.tx(async (t) => {
     const set = await findSet(t, setId, version);
     const validate = validatorFor(ctx, { id: set.schema_id, schema: set.schema, edge: set.edge, created_at: set.schema_created_at });
@@ -160,6 +166,10 @@ export async function createRule(ctx: AppContext, setId: string, version: string
         })
         .onConflictDoNothing({ target: [graphEdges.edge_type, graphEdges.from_id, graphEdges.to_id, graphEdges.source] });
     }
+    await recordEvent(t, who, {
+      event_type: 'rule.created', resource_type: 'rule', resource_id: `${set.id}@${set.version}/${input.rule_id}`,
+      after: { rule_set_id: set.id, rule_set_version: set.version, rule_id: input.rule_id, rule_data: input.rule_data },
+    }, now);
     return toRule(rows[0]);
   });
 }

@@ -16,6 +16,7 @@ import { AppError } from '../../shared/errors.js';
 import type { components } from '../../../gen/openapi/control-plane.js';
 import { announceContentChange, bumpVersions } from '../graph/content-version.js';
 import { pinned } from '../graph/refs.js';
+import { recordEvent, type Who } from '../audit/events.js';
 import { headsAt, resolveInMemory, type Resolution } from '../graph/resolve.js';
 
 type Tag = components['schemas']['Tag'];
@@ -105,7 +106,7 @@ async function publishTagUpdate(ctx: AppContext, contentVersion: number, tag: Ta
   if (!ok) ctx.logger.warn('tag update not published (broker unavailable); subscribers resynchronize on reconnect', { tag: tag.tag });
 }
 
-export async function createTag(ctx: AppContext, input: TagCreate): Promise<Tag> {
+export async function createTag(ctx: AppContext, input: TagCreate, who: Who): Promise<Tag> {
   const root = pinned(input.bundle_id, input.bundle_version);
   const { v, tag } = await ctx.db.tx(async (t) => {
     const { version: v, bundlesVersion } = await bumpVersions(t, false);
@@ -129,6 +130,10 @@ export async function createTag(ctx: AppContext, input: TagCreate): Promise<Tag>
       })
       .returning();
     await t.orm.insert(tagHistory).values({ tag_name: input.tag, bundle_id: input.bundle_id, bundle_version: input.bundle_version, moved_at: now });
+    await recordEvent(t, who, {
+      event_type: 'tag.created', resource_type: 'tag', resource_id: input.tag,
+      after: { bundle_id: input.bundle_id, bundle_version: input.bundle_version, description: input.description ?? null, content_version: v },
+    }, now);
     return { v, tag: toTag(row!) };
   });
   await publishTagUpdate(ctx, v, tag);
@@ -136,7 +141,7 @@ export async function createTag(ctx: AppContext, input: TagCreate): Promise<Tag>
   return tag;
 }
 
-export async function moveTag(ctx: AppContext, name: string, input: TagMove): Promise<Tag> {
+export async function moveTag(ctx: AppContext, name: string, input: TagMove, who: Who): Promise<Tag> {
   const root = pinned(input.bundle_id, input.bundle_version);
   const { v, tag } = await ctx.db.tx(async (t) => {
     const { version: v, bundlesVersion } = await bumpVersions(t, false);
@@ -154,6 +159,11 @@ export async function moveTag(ctx: AppContext, name: string, input: TagMove): Pr
       .where(eq(tags.tag_name, name))
       .returning();
     await t.orm.insert(tagHistory).values({ tag_name: name, bundle_id: input.bundle_id, bundle_version: input.bundle_version, moved_at: now });
+    await recordEvent(t, who, {
+      event_type: 'tag.moved', resource_type: 'tag', resource_id: name,
+      before: { bundle_id: existing.bundle_id, bundle_version: existing.bundle_version, description: existing.description },
+      after: { bundle_id: input.bundle_id, bundle_version: input.bundle_version, description, content_version: v },
+    }, now);
     return { v, tag: toTag(row!) };
   });
   await publishTagUpdate(ctx, v, tag);

@@ -472,7 +472,7 @@ class ManagementEventsVerifyResult(TypedDict):
 class TransparencyLogVerifyResult(TypedDict):
     """
     The stored tree against the records and the latest checkpoint: every leaf recomputed
-    from its record (context requests and outputs, by `leaf_index`) and compared with the
+    from its record (context requests, outputs and management events, by `leaf_index`) and compared with the
     tree's stored leaf hash; the checkpoint's signature checked with the log's key and its
     root with the root of the records at its size; no leaf index missing, and neither the
     tree nor the checkpoint larger than the records.
