@@ -23,8 +23,8 @@ import { keyCreatedEvent, keyEndedEvent, keyRotatedEvent } from './key-events.js
 export type RotateKeyInput = components['schemas']['ApiKeyRotateRequest'];
 export type RotatedApiKey = components['schemas']['RotatedApiKey'];
 
-export const KEY_ROTATED_BY = 'system:key-rotated';
-export const MAX_GRACE_SECONDS = 86_400;
+const KEY_ROTATED_BY = 'system:key-rotated';
+const MAX_GRACE_SECONDS = 86_400;
 const DAY_MS = 86_400_000;
 
 export async function rotateApiKey(ctx: AppContext, agentId: string, keyId: string, input: RotateKeyInput, who: Who): Promise<RotatedApiKey> {
