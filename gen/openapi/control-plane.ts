@@ -290,6 +290,10 @@ export interface paths {
          *     `false`: it is true only when the owner was confirmed against an identity provider,
          *     and none is configured in 0.3.0. `created_by` defaults to `admin` (the holder
          *     of the deployment admin key) when not given.
+         *
+         *     `owner_id` is the accountable owner (default `ORG_ADMIN_OWNER_ID`, so an agent is
+         *     never ownerless); an owner id not seen before is registered as an active owner, and a
+         *     deactivated owner is 409. `owner_name` is its display name.
          */
         post: operations["createAgent"];
         delete?: never;
@@ -329,6 +333,11 @@ export interface paths {
          *       `owner_verified: true` is rejected (400, rule `owner_unverifiable`) and changes
          *       nothing; `false` is accepted. Changing `owner_name` keeps it `false` (a manually
          *       asserted owner, to be disclosed as such).
+         *     - `owner_id` different from the current owner is an admin's direct reassignment: it is
+         *       recorded as a transfer completed at once (`force_assigned`, reason `PUT
+         *       /api/agents`, event `ownership.force_assigned`) and shows in the ownership history.
+         *       409 while a transfer of the agent is pending (resolve it first) or when the owner
+         *       is deactivated. The same `owner_id` changes nothing.
          */
         put: operations["updateAgent"];
         post?: never;
@@ -483,6 +492,223 @@ export interface paths {
          *     and HAS_RESTRICTION edges and `updated_at`. Allowed on agents of any status.
          */
         post: operations["setAgentPolicy"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent_id}/ownership/transfer": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent_id: components["parameters"]["AgentIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Request a transfer of the agent to another owner
+         * @description Creates a `pending` transfer from the agent's current owner to `to_owner_id` (spec
+         *     3.6); the agent keeps its current owner until the transfer is accepted. The answer
+         *     carries `acceptance_token` once: only its SHA-256 is stored, and the incoming owner
+         *     needs it to accept or reject. `to_owner_id` need not be known yet (it is registered as
+         *     an active owner).
+         *
+         *     - `effective_at` (optional, default now): the transfer cannot be accepted before it
+         *       (409 `not_yet_effective`); a past value means now. At most 365 days ahead.
+         *     - The transfer expires `TRANSFER_WINDOW_HOURS` (72) after `effective_at` when not
+         *       accepted (`expires_at`).
+         *     - 409 when a transfer of the agent is already pending, when `to_owner_id` is the
+         *       current owner, or when `to_owner_id` is a deactivated owner. 404 for an unknown
+         *       agent. Agents of any status can be transferred (a revoked agent's record keeps an
+         *       accountable owner).
+         *
+         *     Writes the management event `ownership.transfer_requested` (never the token).
+         */
+        post: operations["createOwnershipTransfer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent_id}/ownership/transfer/{transfer_id}/accept": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The transfer's acceptance token (or the body's `acceptance_token`). */
+                "X-Acceptance-Token"?: components["parameters"]["AcceptanceTokenHeader"];
+            };
+            path: {
+                agent_id: components["parameters"]["AgentIdPath"];
+                transfer_id: components["parameters"]["TransferIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Accept a transfer (the incoming owner, with the acceptance token)
+         * @description The incoming owner accepts: the transfer becomes `accepted` (`resolved_by` is
+         *     `to_owner_id`) and the agent's `owner_id` becomes `to_owner_id` (its `owner_name`
+         *     is cleared and `owner_verified` is false: the display name was the previous
+         *     owner's). The acceptance token is required, in the header `X-Acceptance-Token` or
+         *     the body `{acceptance_token}` (both given must be equal, else 400).
+         *
+         *     Checked in this order: unknown agent or transfer (or a transfer of another agent)
+         *     404; missing or wrong token 403 `forbidden` (nothing changes); not `pending` 409
+         *     with `details.status` (a pending transfer past `expires_at` is expired first, then
+         *     409); before `effective_at` 409 `not_yet_effective`; incoming owner deactivated 409.
+         *     Writes `ownership.transfer_accepted` with the previous and new owner and the reason.
+         */
+        post: operations["acceptOwnershipTransfer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent_id}/ownership/transfer/{transfer_id}/reject": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The transfer's acceptance token (or the body's `acceptance_token`). */
+                "X-Acceptance-Token"?: components["parameters"]["AcceptanceTokenHeader"];
+            };
+            path: {
+                agent_id: components["parameters"]["AgentIdPath"];
+                transfer_id: components["parameters"]["TransferIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reject a transfer (the incoming owner, with the acceptance token)
+         * @description The incoming owner declines: `rejected` (`resolved_by` is `to_owner_id`); the current
+         *     owner keeps the agent. Needs the acceptance token as accept does (same order of
+         *     checks: 404, 403, 409). When the current owner is deactivated, a new pending transfer
+         *     to `ORG_ADMIN_OWNER_ID` is started in the same transaction (unless the rejected one
+         *     was already to it), so the agent does not stay with a deactivated owner unnoticed.
+         *     Writes `ownership.transfer_rejected`.
+         */
+        post: operations["rejectOwnershipTransfer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent_id}/ownership/transfer/{transfer_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent_id: components["parameters"]["AgentIdPath"];
+                transfer_id: components["parameters"]["TransferIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a pending transfer (the initiator, as an admin)
+         * @description `pending` to `cancelled` (`resolved_by` is the acting admin key's name); the current
+         *     owner keeps the agent. Not pending: 409 with `details.status`. As for reject, a
+         *     transfer away from a deactivated owner is replaced by one to `ORG_ADMIN_OWNER_ID`.
+         *     Writes `ownership.transfer_cancelled`.
+         */
+        post: operations["cancelOwnershipTransfer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent_id}/ownership/transfer/{transfer_id}/force-assign": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent_id: components["parameters"]["AgentIdPath"];
+                transfer_id: components["parameters"]["TransferIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Force-assign a pending or expired transfer (admin)
+         * @description An admin completes a `pending` or `expired` transfer without the incoming owner's
+         *     acceptance (spec 3.6): `force_assigned` (`resolved_by` is the acting admin key's
+         *     name), the agent's owner becomes `to_owner_id`. Recorded as the distinct event
+         *     `ownership.force_assigned`. 409 when the transfer is in another state, when the
+         *     incoming owner is deactivated, when the agent's owner has changed since the
+         *     (expired) transfer was requested, or when another transfer of the agent is pending.
+         *     `effective_at` does not hold an admin back.
+         */
+        post: operations["forceAssignOwnershipTransfer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent_id}/ownership/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent_id: components["parameters"]["AgentIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The agent's chain of custody
+         * @description `holders`: every owner the agent has had, oldest first, each with `from` and `until`
+         *     (null for the current one), how it came to hold the agent (`registered`, `accepted`,
+         *     `force_assigned`), the transfer, its reason, who accepted or assigned it, and the
+         *     `leaf_index` of that step's management event in the transparency log. `transfers`:
+         *     every transfer of the agent, oldest first, with the events of each step (requested,
+         *     accepted, rejected, cancelled, expired, escalated, force_assigned) and their
+         *     `leaf_index`. Due expiries are applied before reading.
+         */
+        get: operations["getOwnershipHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/owners/{owner_id}/deactivate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                owner_id: components["schemas"]["OwnerId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deactivate an owner; hand each of its agents to the org admin
+         * @description Marks the owner `deactivated` (it can no longer receive agents), then in the same
+         *     transaction: every pending transfer *to* it is cancelled (`resolved_by`
+         *     `system:owner-deactivated`), and for every agent it holds with no transfer in flight
+         *     a pending transfer to `ORG_ADMIN_OWNER_ID` is started (reason `owner deactivated`).
+         *     The agents keep their owner until the org admin accepts (with the tokens in this
+         *     answer, shown once) or an admin force-assigns; an agent is never ownerless.
+         *     Deactivating `ORG_ADMIN_OWNER_ID` is 409; an unknown owner 404; an owner already
+         *     deactivated 409. Writes `owner.deactivated` and one event per transfer started or
+         *     cancelled.
+         */
+        post: operations["deactivateOwner"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1436,6 +1662,113 @@ export interface components {
             /** Format: date-time */
             expires_at: string;
         };
+        /**
+         * @description An owner's id (a person or team in your identity system, or `ORG_ADMIN_OWNER_ID`).
+         * @example jane.doe@example.org
+         */
+        OwnerId: string;
+        /**
+         * @description Issued as `ot_` + 32 random bytes in base64url; only its SHA-256 is stored. Any other
+         *     value presented is a wrong token (403), not malformed input.
+         */
+        AcceptanceToken: string;
+        /** @enum {string} */
+        OwnershipTransferStatus: "pending" | "accepted" | "rejected" | "cancelled" | "expired" | "force_assigned";
+        OwnershipTransferRequest: {
+            to_owner_id: components["schemas"]["OwnerId"];
+            reason: string;
+            /**
+             * Format: date-time
+             * @description Earliest acceptance time (default now).
+             */
+            effective_at?: string;
+        };
+        OwnershipTokenBody: {
+            acceptance_token?: components["schemas"]["AcceptanceToken"];
+        };
+        ForceAssignRequest: {
+            /** @description Why the admin forces the assignment (recorded in the event). */
+            reason?: string;
+        };
+        OwnershipTransfer: {
+            /** Format: uuid */
+            transfer_id: string;
+            agent_id: components["schemas"]["AgentId"];
+            from_owner_id: components["schemas"]["OwnerId"];
+            to_owner_id: components["schemas"]["OwnerId"];
+            status: components["schemas"]["OwnershipTransferStatus"];
+            reason: string;
+            /** @description The admin key's name (or `system:owner-deactivated`, `system:transfer-fallback`). */
+            initiated_by: string;
+            /** Format: date-time */
+            initiated_at: string;
+            /** Format: date-time */
+            effective_at: string;
+            /** Format: date-time */
+            expires_at: string;
+            /** Format: date-time */
+            resolved_at: string | null;
+            /** @description The incoming owner (accepted, rejected), the admin key's name (cancelled, force_assigned) or `system:transfer-expiry` (expired). */
+            resolved_by: string | null;
+            /** @description The record_hash of the transfer's latest management event. */
+            audit_hash: string | null;
+        };
+        OwnershipTransferCreated: components["schemas"]["OwnershipTransfer"] & {
+            acceptance_token: components["schemas"]["AcceptanceToken"];
+        };
+        OwnershipStep: {
+            /** @example ownership.transfer_accepted */
+            event_type: string;
+            actor: string;
+            /** Format: date-time */
+            occurred_at: string;
+            /** Format: int64 */
+            leaf_index: number;
+        };
+        OwnershipHolder: {
+            owner_id: components["schemas"]["OwnerId"];
+            /** Format: date-time */
+            from: string;
+            /** Format: date-time */
+            until: string | null;
+            /** @enum {string} */
+            acquired_via: "registered" | "accepted" | "force_assigned";
+            /** Format: uuid */
+            transfer_id: string | null;
+            reason: string | null;
+            /** @description Who completed the step (the incoming owner, or the admin who force-assigned). */
+            accepted_by: string | null;
+            /**
+             * Format: int64
+             * @description The step's management event in the transparency log (null for an agent registered before events existed).
+             */
+            leaf_index: number | null;
+        };
+        OwnershipHistory: {
+            agent_id: components["schemas"]["AgentId"];
+            owner_id: components["schemas"]["OwnerId"];
+            holders: components["schemas"]["OwnershipHolder"][];
+            transfers: (components["schemas"]["OwnershipTransfer"] & {
+                steps: components["schemas"]["OwnershipStep"][];
+            })[];
+        };
+        Owner: {
+            owner_id: components["schemas"]["OwnerId"];
+            /** @enum {string} */
+            status: "active" | "deactivated";
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            deactivated_at: string | null;
+            deactivated_by: string | null;
+        };
+        OwnerDeactivation: {
+            owner: components["schemas"]["Owner"];
+            /** @description Transfers to ORG_ADMIN_OWNER_ID started now, each with its acceptance token (shown once). */
+            started: components["schemas"]["OwnershipTransferCreated"][];
+            /** @description Pending transfers to the deactivated owner, cancelled. */
+            cancelled: components["schemas"]["OwnershipTransfer"][];
+        };
         AgentCreate: {
             agent_id: components["schemas"]["AgentId"];
             name: string;
@@ -1456,6 +1789,7 @@ export interface components {
              * @enum {boolean}
              */
             owner_verified?: false;
+            owner_id?: components["schemas"]["OwnerId"];
             /** @default admin */
             created_by?: string;
         };
@@ -1468,6 +1802,7 @@ export interface components {
             owner_name?: string | null;
             /** @description Only `false` is accepted (no identity provider is configured in 0.3.0; `true` is 400). */
             owner_verified?: boolean;
+            owner_id?: components["schemas"]["OwnerId"];
         };
         AgentPolicyUpdate: {
             overrides?: components["schemas"]["ScdId"][];
@@ -1490,6 +1825,7 @@ export interface components {
              *     means manually asserted and must be disclosed as such.
              */
             owner_verified: boolean;
+            owner_id: components["schemas"]["OwnerId"];
             created_by: string;
             /** Format: date-time */
             created_at: string;
@@ -2288,6 +2624,9 @@ export interface components {
         /** @description Only records with a `chain_sequence` greater than this value. */
         AfterSequence: number;
         AgentIdPath: components["schemas"]["AgentId"];
+        TransferIdPath: string;
+        /** @description The transfer's acceptance token (or the body's `acceptance_token`). */
+        AcceptanceTokenHeader: components["schemas"]["AcceptanceToken"];
         KeyIdPath: components["schemas"]["KeyId"];
         ServerIdPath: components["schemas"]["McpServerId"];
         BundleIdPath: components["schemas"]["BundleId"];
@@ -2887,6 +3226,237 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminNotConfigured"];
+        };
+    };
+    createOwnershipTransfer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent_id: components["parameters"]["AgentIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OwnershipTransferRequest"];
+            };
+        };
+        responses: {
+            /** @description The pending transfer and its acceptance token (shown once). */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OwnershipTransferCreated"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminNotConfigured"];
+        };
+    };
+    acceptOwnershipTransfer: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The transfer's acceptance token (or the body's `acceptance_token`). */
+                "X-Acceptance-Token"?: components["parameters"]["AcceptanceTokenHeader"];
+            };
+            path: {
+                agent_id: components["parameters"]["AgentIdPath"];
+                transfer_id: components["parameters"]["TransferIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["OwnershipTokenBody"];
+            };
+        };
+        responses: {
+            /** @description The accepted transfer. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OwnershipTransfer"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminNotConfigured"];
+        };
+    };
+    rejectOwnershipTransfer: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The transfer's acceptance token (or the body's `acceptance_token`). */
+                "X-Acceptance-Token"?: components["parameters"]["AcceptanceTokenHeader"];
+            };
+            path: {
+                agent_id: components["parameters"]["AgentIdPath"];
+                transfer_id: components["parameters"]["TransferIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["OwnershipTokenBody"];
+            };
+        };
+        responses: {
+            /** @description The rejected transfer. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OwnershipTransfer"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminNotConfigured"];
+        };
+    };
+    cancelOwnershipTransfer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent_id: components["parameters"]["AgentIdPath"];
+                transfer_id: components["parameters"]["TransferIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The cancelled transfer. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OwnershipTransfer"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminNotConfigured"];
+        };
+    };
+    forceAssignOwnershipTransfer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent_id: components["parameters"]["AgentIdPath"];
+                transfer_id: components["parameters"]["TransferIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ForceAssignRequest"];
+            };
+        };
+        responses: {
+            /** @description The force-assigned transfer. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OwnershipTransfer"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminNotConfigured"];
+        };
+    };
+    getOwnershipHistory: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent_id: components["parameters"]["AgentIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The chain of custody. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OwnershipHistory"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminNotConfigured"];
+        };
+    };
+    deactivateOwner: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                owner_id: components["schemas"]["OwnerId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The deactivated owner and the transfers started and cancelled. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OwnerDeactivation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["AdminNotConfigured"];
         };

@@ -8,6 +8,7 @@ import { readyHandler } from '../shared/readiness.js';
 import { metricsResponse } from '../shared/metrics.js';
 import { routes as agents } from './agents/routes.js';
 import { routes as keys } from './keys/routes.js';
+import { routes as ownership } from './ownership/routes.js';
 import { routes as mcpServers } from './mcp-servers/routes.js';
 import { routes as bundles } from './bundles/routes.js';
 import { routes as tags } from './tags/routes.js';
@@ -25,6 +26,7 @@ export const apiService: HttpServiceDef = {
       { handlers: { getApiHealth: healthHandler('api'), getApiReady: readyHandler(), getApiMetrics: metricsResponse, getContextApiHealth: healthHandler('context') } },
       agents,
       keys,
+      ownership,
       mcpServers,
       bundles,
       tags,

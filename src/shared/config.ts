@@ -44,6 +44,17 @@ export interface Config {
   licensePublicKey: string | null;
   agentKeyTtlDays: number;
   keyExpiryIntervalSeconds: number;
+  /** Ownership transfers (README: Ownership transfers). */
+  ownership: {
+    /** ORG_ADMIN_OWNER_ID: who receives the agents of a deactivated owner; cannot be deactivated. */
+    orgAdminOwnerId: string;
+    /** TRANSFER_WINDOW_HOURS: a pending transfer not accepted within this many hours (from effective_at) expires. */
+    transferWindowHours: number;
+    /** TRANSFER_EXPIRY_INTERVAL_SECONDS: how often the transfer expiry job runs. */
+    expiryIntervalSeconds: number;
+    /** OWNERSHIP_WEBHOOK: where transfer requests (the incoming owner's notice) and escalations are POSTed; null: none. */
+    webhook: string | null;
+  };
   /** Context service streams: HEARTBEAT after this many idle seconds; the tag-state safety poll (0 = off). */
   contextStream: { heartbeatSeconds: number; resyncSeconds: number };
   logLevel: 'debug' | 'info' | 'warn' | 'error';
@@ -208,6 +219,9 @@ export function adminKeyProblem(value: string): string | null {
 export const DEFAULT_PSEUDONYMIZE_ATTRIBUTES: readonly string[] = ['user.id', 'user.account_uuid', 'user.account_id', 'actor_identity', 'organization.id'];
 const ATTRIBUTE_NAME_RE = /^[A-Za-z0-9_.:-]{1,200}$/;
 
+/** An owner id (migration 0013's check on owners.owner_id; the contract's OwnerId). */
+const OWNER_ID_RE = /^[A-Za-z0-9._:@-]{1,256}$/;
+
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 type Env = Record<string, string | undefined>;
@@ -288,6 +302,13 @@ export function urlPassword(url: string | null): string | null {
   } catch {
     return null;
   }
+}
+
+/** An optional http(s) URL setting (a webhook); null when unset, a problem when malformed. */
+function httpUrl(r: Pick<Reader, 'str' | 'problems'>, name: string): string | null {
+  const v = r.str(name) || null;
+  if (v !== null && !/^https?:\/\/[^\s]+$/.test(v)) r.problems.push(`${name} must be an http or https URL`);
+  return v;
 }
 
 /** An admin key's name: the actor of management events. */
@@ -387,6 +408,9 @@ export function loadConfig(env: Env = process.env): Config {
   const logLevel = (r.str('LOG_LEVEL') || 'info') as Config['logLevel'];
   if (!['debug', 'info', 'warn', 'error'].includes(logLevel)) r.problems.push('LOG_LEVEL must be one of debug, info, warn, error');
 
+  const orgAdminOwnerId = r.str('ORG_ADMIN_OWNER_ID') || 'org-admin';
+  if (!OWNER_ID_RE.test(orgAdminOwnerId)) r.problems.push(`ORG_ADMIN_OWNER_ID must be 1 to 256 letters, digits or . _ : @ - (got "${orgAdminOwnerId}")`);
+
   const corsOrigins = corsOriginList(r.str('CORS_ORIGINS') ?? '', r.problems);
 
   for (const name of ['DATABASE_URL', 'DATABASE_MIGRATION_URL', 'REDIS_URL', 'TELEMETRY_ENDPOINT', 'COLLECTOR_CHAT_BASE_URL']) {
@@ -426,6 +450,12 @@ export function loadConfig(env: Env = process.env): Config {
     licensePublicKey: r.str('LICENSE_PUBLIC_KEY') || null,
     agentKeyTtlDays: r.int('AGENT_KEY_TTL_DAYS', 90, 1, 3650),
     keyExpiryIntervalSeconds: r.int('KEY_EXPIRY_INTERVAL_SECONDS', 3600, 1, 86400),
+    ownership: {
+      orgAdminOwnerId,
+      transferWindowHours: r.int('TRANSFER_WINDOW_HOURS', 72, 1, 8760),
+      expiryIntervalSeconds: r.int('TRANSFER_EXPIRY_INTERVAL_SECONDS', 300, 1, 86400),
+      webhook: httpUrl(r, 'OWNERSHIP_WEBHOOK'),
+    },
     contextStream: {
       heartbeatSeconds: r.int('CONTEXT_HEARTBEAT_SECONDS', 30, 1, 3600),
       resyncSeconds: r.int('CONTEXT_RESYNC_SECONDS', 60, 0, 86400),
@@ -502,8 +532,7 @@ function tlogConfig(r: Reader, signingKey: string | null): Config['tlog'] {
       r.problems.push(`TLOG_WITNESS_KEYS has a key that is not a cosignature/v1 verifier key: ${(e as Error).message}`);
     }
   }
-  const webhook = r.str('TLOG_CHECKPOINT_WEBHOOK') || null;
-  if (webhook !== null && !/^https?:\/\/[^\s]+$/.test(webhook)) r.problems.push('TLOG_CHECKPOINT_WEBHOOK must be an http or https URL');
+  const webhook = httpUrl(r, 'TLOG_CHECKPOINT_WEBHOOK');
   return {
     origin,
     signingKey: signingKey ?? '',

@@ -98,14 +98,18 @@ describe('svc audit checkpoint, prove, verify', () => {
     expect((await box.run(['audit', 'prove', 'no-such-request'], { env: env() })).code).toBe(1);
   });
 
-  it('verifies the growth since the saved checkpoint across tile boundaries, with outputs, and saves the new one', async () => {
+  it('verifies the growth since the saved checkpoint across tile boundaries, with outputs and management events, and saves the new one', async () => {
     let last = 0;
-    for (let i = 0; i < 300; i++) last = i % 4 === 3 ? await output(requestIds[requestIds.length - 1]!) : await ask();
+    for (let i = 0; i < 300; i++) {
+      last = i % 4 === 3 ? await output(requestIds[requestIds.length - 1]!) : await ask();
+      // Now and then an admin act among them: its event is a leaf the CLI rechecks (chained to the one before).
+      if (i % 100 === 50) await makeAgent(t, { allowed_intents: ['triage'] });
+    }
     await covered(last + 1);
     const r = await box.run(['audit', 'verify', '--since', 'cp.json', '--save'], { env: env() });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/consistency proof \d+ -> \d+: verifies/);
-    expect(r.stdout).toMatch(/rechecked \(\d+ context requests, 75 outputs\), root recomputed and equal/);
+    expect(r.stdout).toMatch(/rechecked \(\d+ context requests, 75 outputs, 3 management events\), root recomputed and equal/);
     expect(r.stdout).toMatch(/leaves\/s/);
     expect(JSON.parse(readFileSync(join(box.work, 'cp.json'), 'utf8')).tree_size).toBeGreaterThanOrEqual(last + 1);
     // Nothing new: still fine.

@@ -32,6 +32,7 @@ export function toAgent(r: AgentRow): Agent {
     status: r.status,
     owner_name: r.owner_name,
     owner_verified: r.owner_verified,
+    owner_id: r.owner_id,
     created_by: r.created_by,
     created_at: r.created_at.toISOString(),
     updated_at: r.updated_at.toISOString(),

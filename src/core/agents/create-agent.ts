@@ -3,6 +3,7 @@ import type { components } from '../../../gen/openapi/control-plane.js';
 import type { AppContext } from '../../shared/app-context.js';
 import { AppError } from '../../shared/errors.js';
 import { agents } from '../db/schema/index.js';
+import { lockActiveOwner } from '../ownership/transfer-store.js';
 import { assertUnderCap, intentsToStore, lockAgentCap, syncAgentGraph, toAgent, type Agent } from './agent-store.js';
 import { eventFields, recordEvent, type Who } from '../audit/events.js';
 
@@ -19,6 +20,9 @@ export async function createAgent(ctx: AppContext, input: CreateAgentInput, who:
     // The graph rows first: the cap lock, held until commit, then covers only count + insert.
     // (A duplicate id rolls all of it back.)
     await syncAgentGraph(db, graph);
+    // Never ownerless: the org admin holds an agent registered without an owner.
+    const ownerId = input.owner_id ?? ctx.config.ownership.orgAdminOwnerId;
+    await lockActiveOwner(db, ownerId, now);
     if (cap > 0) {
       await lockAgentCap(db);
       await assertUnderCap(db, cap);
@@ -36,6 +40,7 @@ export async function createAgent(ctx: AppContext, input: CreateAgentInput, who:
         status: input.status ?? 'active',
         owner_name: input.owner_name ?? null,
         owner_verified: false,
+        owner_id: ownerId,
         created_by: input.created_by ?? 'admin',
         created_at: now,
         updated_at: now,

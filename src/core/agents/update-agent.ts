@@ -9,6 +9,8 @@ import type { AppContext } from '../../shared/app-context.js';
 import type { Db } from '../db/index.js';
 import { invalidateKeys } from '../keys/key-cache.js';
 import { ownerUnverifiable } from './create-agent.js';
+import { reassignOwner } from '../ownership/force-assign.js';
+import { lockOwner, ownerDeactivated } from '../ownership/transfer-store.js';
 import { and, eq } from 'drizzle-orm';
 import { agentApiKeys, agentPolicyOverrides, agents } from '../db/schema/index.js';
 import { assertUnderCap, getAgentRow, intentsToStore, lockAgentCap, syncAgentGraph, toAgent, type Agent } from './agent-store.js';
@@ -61,7 +63,13 @@ export async function updateAgent(ctx: AppContext, agentId: string, input: Updat
       // Un-revoking adds to the licensed count: take the cap lock before the row lock, in the
       // same order as createAgent, so the two cannot deadlock.
       if (input.status && input.status !== 'revoked' && cap > 0) await lockAgentCap(db);
+      // A new owner is locked before the agent (the lock order of ownership/transfer-store.ts).
+      const newOwner = input.owner_id ? await lockOwner(db, input.owner_id, now) : null;
       const cur = await getAgentRow(db, agentId, true);
+      // The same owner changes nothing (even a deactivated one); another must be active.
+      if (newOwner && newOwner.owner_id !== cur.owner_id && newOwner.status !== 'active') throw ownerDeactivated(newOwner);
+      // Another owner: an admin's reassignment, recorded as a completed transfer (force_assigned).
+      const recordReassignment = input.owner_id ? await reassignOwner(ctx, db, cur, input.owner_id, who) : null;
       if (input.status && input.status !== 'revoked' && cur.status === 'revoked' && cap > 0) await assertUnderCap(db, cap);
       // A field left out (or a null name, intents or status) keeps its stored value; a null
       // description or owner_name clears it.
@@ -79,6 +87,8 @@ export async function updateAgent(ctx: AppContext, agentId: string, input: Updat
         .where(eq(agents.agent_id, agentId))
         .returning();
       const agent = toAgent(row);
+      // The owner change's own event (ownership.force_assigned) first, then the agent's.
+      await recordReassignment?.();
       await agentChanged(db, who, toAgent(cur), agent, now);
       if (input.status === 'revoked') await revokeAgentKeys(db, agentId, now, who);
       return agent;

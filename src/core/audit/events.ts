@@ -46,7 +46,7 @@ export interface EventInput {
 type EventContent = Pick<ManagementEvent, 'actor' | 'after' | 'before' | 'event_id' | 'event_type' | 'occurred_at' | 'request_id' | 'resource_id' | 'resource_type'>;
 
 /** The canonical JSON of the event's own fields (what record_hash covers with the sequence and the previous hash). */
-export function eventContent(e: EventContent): string {
+function eventContent(e: EventContent): string {
   return canonicalJson({
     actor: e.actor,
     after: e.after,

@@ -39,6 +39,12 @@ export interface Db {
   /** Runs several statements with no parameters (migrations). */
   exec(text: string): Promise<void>;
   tx<T>(fn: (db: Db) => Promise<T>): Promise<T>;
+  /**
+   * Runs `fn` once the transaction this handle belongs to has committed (never when it rolls
+   * back); outside a transaction, at once. For what must leave the process only once the change
+   * is durable (notifications); `fn` must not throw.
+   */
+  afterCommit(fn: () => void): void;
   close(): Promise<void>;
   /** postgres.js only: the raw client, for COPY streams and LISTEN (null on PGlite). */
   readonly raw: postgres.Sql | null;
@@ -70,7 +76,7 @@ export async function openDb(opts: OpenDbOptions): Promise<Db> {
 
 type PgliteClient = { query: PGlite['query']; exec: PGlite['exec'] };
 
-function pgliteDb(root: PGlite, q: PgliteClient, inTx: boolean, session: (client: PgliteClient) => PgSession): Db {
+function pgliteDb(root: PGlite, q: PgliteClient, inTx: boolean, session: (client: PgliteClient) => PgSession, committed: Array<() => void> | null = null): Db {
   // Built on first use: the audit writer's transactions (one per batch) never use drizzle.
   let orm: Orm | undefined;
   const db: Db = {
@@ -98,17 +104,36 @@ function pgliteDb(root: PGlite, q: PgliteClient, inTx: boolean, session: (client
     },
     async tx(fn) {
       if (inTx) return fn(db);
+      const hooks: Array<() => void> = [];
+      let out;
       try {
-        return await root.transaction((t) => fn(pgliteDb(root, t, true, session)));
+        out = await root.transaction((t) => fn(pgliteDb(root, t, true, session, hooks)));
       } catch (e) {
         throw mapDbError(e);
       }
+      runHooks(hooks);
+      return out;
+    },
+    afterCommit(fn) {
+      if (committed) committed.push(fn);
+      else fn();
     },
     async close() {
       if (!inTx) await root.close();
     },
   };
   return db;
+}
+
+/** A committed transaction's afterCommit hooks, in order; one that throws does not stop the others. */
+function runHooks(hooks: Array<() => void>): void {
+  for (const h of hooks) {
+    try {
+      h();
+    } catch {
+      // afterCommit's contract: hooks do not throw; a bug in one must not turn a commit into an error.
+    }
+  }
 }
 
 /** PGlite serializes JS arrays of strings itself; plain objects must be sent as JSON text. */
@@ -136,7 +161,7 @@ async function openPostgres(opts: OpenDbOptions): Promise<Db> {
   return postgresDb(sql, sql, false);
 }
 
-function postgresDb(root: postgres.Sql, q: postgres.Sql | postgres.TransactionSql, inTx: boolean): Db {
+function postgresDb(root: postgres.Sql, q: postgres.Sql | postgres.TransactionSql, inTx: boolean, committed: Array<() => void> | null = null): Db {
   // Built on first use (see pgliteDb).
   let orm: Orm | undefined;
   const db: Db = {
@@ -169,11 +194,19 @@ function postgresDb(root: postgres.Sql, q: postgres.Sql | postgres.TransactionSq
     },
     async tx<T>(fn: (db: Db) => Promise<T>) {
       if (inTx) return fn(db);
+      const hooks: Array<() => void> = [];
+      let out: T;
       try {
-        return (await root.begin((t) => fn(postgresDb(root, t, true)))) as T;
+        out = (await root.begin((t) => fn(postgresDb(root, t, true, hooks)))) as T;
       } catch (e) {
         throw mapDbError(e);
       }
+      runHooks(hooks);
+      return out;
+    },
+    afterCommit(fn) {
+      if (committed) committed.push(fn);
+      else fn();
     },
     async close() {
       if (!inTx) await root.end({ timeout: 5 });
@@ -230,6 +263,12 @@ function mapDbError(e: unknown): unknown {
     case '22007':
     case '22008':
       return new AppError('validation_error', 'A value has the wrong form', { cause: e });
+    // A deadlock or serialization failure: PostgreSQL rolled this transaction back, so nothing
+    // changed; the client may retry. The verbs take their locks in one order (ownership's
+    // transfer-store.ts), so this is not expected, but it is never a 500.
+    case '40P01':
+    case '40001':
+      return new AppError('conflict', 'A concurrent change conflicted with this one; nothing was changed, retry the request', { cause: e });
     // PostgreSQL text and jsonb cannot hold U+0000: a request carrying it is bad input, not a failure.
     case '22021':
     case '22P05':

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { eq, sql } from 'drizzle-orm';
-import { createTestDb, type TestDb } from '../../../test/harness.js';
+import { createTestDb, REAL, type TestDb } from '../../../test/harness.js';
 import { AppError } from '../../shared/errors.js';
 import { agentApiKeys, agents, graphNodes, telemetryLog } from './schema/index.js';
 
@@ -78,6 +78,26 @@ describe('drizzle errors pass through mapDbError', () => {
     expect(fk).toMatchObject({ code: 'not_found' });
     const check = await t.db.orm.insert(agents).values(newAgent({ role_id: 'not-a-role' })).catch((e: unknown) => e);
     expect(check).toMatchObject({ code: 'validation_error', details: { constraint: 'agents_role_id_check' } });
+  });
+
+  it.runIf(REAL)('a deadlock is a conflict (nothing changed, retry), never an unmapped error', async () => {
+    const a = newAgent();
+    const b = newAgent();
+    await t.db.orm.insert(agents).values([a, b]);
+    // Two transactions lock the two rows in opposite orders; PostgreSQL ends one of them (40P01).
+    let ready = 0;
+    const both = () => new Promise<void>((r) => { ready++; const w = () => (ready >= 2 ? r() : setTimeout(w, 5)); w(); });
+    const lock = (first: string, second: string) =>
+      t.db.tx(async (db) => {
+        await db.query('SELECT 1 FROM agents WHERE agent_id = $1 FOR UPDATE', [first]);
+        await both();
+        await db.query('SELECT 1 FROM agents WHERE agent_id = $1 FOR UPDATE', [second]);
+      });
+    const results = await Promise.allSettled([lock(a.agent_id, b.agent_id), lock(b.agent_id, a.agent_id)]);
+    const refused = results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason);
+    expect(refused).toHaveLength(1);
+    expect(refused[0]).toBeInstanceOf(AppError);
+    expect(refused[0]).toMatchObject({ code: 'conflict' });
   });
 
   it('an unmapped error is the driver error, without drizzle’s query text and parameters', async () => {

@@ -27,6 +27,7 @@ import { formatCheckpoint, parseCheckpoint } from './checkpoint.js';
 import { openNote, parseSignerKey, signNote } from './note.js';
 import { parseWitnessVerifierKey, verifyCosignatureLine } from './cosignature.js';
 import { entryBundle } from './tile-path.js';
+import { WebhookSender } from '../../shared/webhook-sender.js';
 
 /** The advisory lock key that serializes integration (the chain's is 7340100). */
 const TLOG_LOCK = 7_340_101;
@@ -60,8 +61,7 @@ export class TransparencyLog {
    */
   private readonly bundles = new LRUCache<number, Buffer>({ maxSize: BUNDLE_CACHE_BYTES, sizeCalculation: (b) => Math.max(1, b.length) });
   private readonly witnesses: Array<{ name: string; key: string }>;
-  private webhookQueue: string[] = [];
-  private webhookBusy = false;
+  private webhook: WebhookSender | null = null;
   private stopped = false;
 
   constructor(private readonly ctx: Pick<AppContext, 'db' | 'config' | 'logger'>) {
@@ -134,33 +134,8 @@ export class TransparencyLog {
       }
     }
     if (checkpointWebhook) {
-      this.webhookQueue.push(c.note);
-      if (this.webhookQueue.length > 1000) this.webhookQueue.shift();
-      void this.drainWebhook(checkpointWebhook);
-    }
-  }
-
-  private async drainWebhook(url: string): Promise<void> {
-    if (this.webhookBusy) return;
-    this.webhookBusy = true;
-    try {
-      let delay = 500;
-      while (this.webhookQueue.length && !this.stopped) {
-        const note = this.webhookQueue[0]!;
-        try {
-          const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'text/plain; charset=utf-8' }, body: note, signal: AbortSignal.timeout(10_000) });
-          await res.body?.cancel();
-          if (!res.ok) throw new Error(`status ${res.status}`);
-          this.webhookQueue.shift();
-          delay = 500;
-        } catch (e) {
-          this.ctx.logger.warn('checkpoint webhook failed; retrying', { reason: (e as Error).message, retry_in_ms: delay });
-          await new Promise((r) => setTimeout(r, delay).unref());
-          delay = Math.min(delay * 2, 60_000);
-        }
-      }
-    } finally {
-      this.webhookBusy = false;
+      this.webhook ??= new WebhookSender(checkpointWebhook, this.ctx.logger, { what: 'checkpoint', contentType: 'text/plain; charset=utf-8' });
+      this.webhook.send(c.note);
     }
   }
 
@@ -206,6 +181,7 @@ export class TransparencyLog {
       // What was committed before the stop is covered by a checkpoint.
       await this.integrate().catch(() => undefined);
       this.stopped = true;
+      this.webhook?.stop();
     };
   }
 

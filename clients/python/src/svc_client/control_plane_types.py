@@ -100,6 +100,75 @@ class SubscribeToken(TypedDict):
     expires_at: str
 
 
+class OwnershipTransferRequest(TypedDict):
+    to_owner_id: OwnerId
+    reason: str
+    effective_at: NotRequired[str]
+
+
+class OwnershipTokenBody(TypedDict):
+    acceptance_token: NotRequired[AcceptanceToken]
+
+
+class ForceAssignRequest(TypedDict):
+    reason: NotRequired[str]
+
+
+class OwnershipTransfer(TypedDict):
+    transfer_id: str
+    agent_id: AgentId
+    from_owner_id: OwnerId
+    to_owner_id: OwnerId
+    status: OwnershipTransferStatus
+    reason: str
+    initiated_by: str
+    initiated_at: str
+    effective_at: str
+    expires_at: str
+    resolved_at: str | None
+    resolved_by: str | None
+    audit_hash: str | None
+
+
+class OwnershipTransferCreated(OwnershipTransfer):
+    acceptance_token: AcceptanceToken
+
+
+class OwnershipStep(TypedDict):
+    event_type: str
+    actor: str
+    occurred_at: str
+    leaf_index: int
+
+
+OwnershipHolder = TypedDict('OwnershipHolder', {'owner_id': 'OwnerId', 'from': 'str', 'until': 'str | None', 'acquired_via': "Literal['registered', 'accepted', 'force_assigned']", 'transfer_id': 'str | None', 'reason': 'str | None', 'accepted_by': 'str | None', 'leaf_index': 'int | None'})  # type: ignore[misc]
+
+
+class OwnershipHistoryTransfersItem(OwnershipTransfer):
+    steps: list[OwnershipStep]
+
+
+class OwnershipHistory(TypedDict):
+    agent_id: AgentId
+    owner_id: OwnerId
+    holders: list[OwnershipHolder]
+    transfers: list[OwnershipHistoryTransfersItem]
+
+
+class Owner(TypedDict):
+    owner_id: OwnerId
+    status: Literal['active', 'deactivated']
+    created_at: str
+    deactivated_at: str | None
+    deactivated_by: str | None
+
+
+class OwnerDeactivation(TypedDict):
+    owner: Owner
+    started: list[OwnershipTransferCreated]
+    cancelled: list[OwnershipTransfer]
+
+
 class AgentCreate(TypedDict):
     agent_id: AgentId
     name: str
@@ -111,6 +180,7 @@ class AgentCreate(TypedDict):
     restrictions: NotRequired[list[ScdId]]
     owner_name: NotRequired[str | None]
     owner_verified: NotRequired[Literal[False]]
+    owner_id: NotRequired[OwnerId]
     created_by: NotRequired[str]
 
 
@@ -121,6 +191,7 @@ class AgentUpdate(TypedDict):
     status: NotRequired[Literal['active', 'suspended', 'revoked']]
     owner_name: NotRequired[str | None]
     owner_verified: NotRequired[bool]
+    owner_id: NotRequired[OwnerId]
 
 
 class AgentPolicyUpdate(TypedDict):
@@ -139,6 +210,7 @@ class Agent(TypedDict):
     status: Literal['active', 'suspended', 'revoked']
     owner_name: str | None
     owner_verified: bool
+    owner_id: OwnerId
     created_by: str
     created_at: str
     updated_at: str
@@ -572,6 +644,9 @@ ChainId: TypeAlias = str
 RequestId: TypeAlias = str
 RevokedBy: TypeAlias = str
 Sha256Hex: TypeAlias = str
+OwnerId: TypeAlias = str
+AcceptanceToken: TypeAlias = str
+OwnershipTransferStatus: TypeAlias = Literal['pending', 'accepted', 'rejected', 'cancelled', 'expired', 'force_assigned']
 McpServerStatus: TypeAlias = Literal['active', 'inactive', 'deprecated']
 BundleValidationStatus: TypeAlias = Literal['pending', 'valid', 'invalid']
 DeploymentStatus: TypeAlias = Literal['active', 'superseded']

@@ -1,7 +1,7 @@
 import { boolean, jsonb, pgTable, text } from 'drizzle-orm/pg-core';
 import { timestamptz3 } from './columns.js';
 
-/** migrations 0000 (table), 0005 (owner). `allowed_intents` holds `[{task_type, scope?}]`. */
+/** migrations 0000 (table), 0005 (owner name), 0013 (owner id). `allowed_intents` holds `[{task_type, scope?}]`. */
 export const agents = pgTable('agents', {
   agent_id: text('agent_id').primaryKey(),
   name: text('name').notNull(),
@@ -17,4 +17,6 @@ export const agents = pgTable('agents', {
   organization_id: text('organization_id'),
   owner_name: text('owner_name'),
   owner_verified: boolean('owner_verified').notNull().default(false),
+  /** The accountable owner (a row of `owners`); never null: an agent is never ownerless. */
+  owner_id: text('owner_id').notNull().default('org-admin'),
 });

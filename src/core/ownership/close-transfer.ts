@@ -1,0 +1,63 @@
+/**
+ * Reject (the incoming owner, with the token) and cancel (an admin): `pending` to `rejected` or
+ * `cancelled`; the current owner keeps the agent. When that owner is deactivated, a transfer
+ * to ORG_ADMIN_OWNER_ID is started in the same transaction (unless the closed one was to the
+ * org admin already), so that closing a transfer never leaves an agent with a deactivated
+ * owner and nothing in flight.
+ */
+import { and, eq } from 'drizzle-orm';
+import type { AppContext } from '../../shared/app-context.js';
+import type { Db } from '../db/index.js';
+import { getAgentRow } from '../agents/agent-store.js';
+import { agentOwnershipTransfers } from '../db/schema/index.js';
+import { expireDueTransfers } from './expire-transfers.js';
+import { startFallbackTransfers } from './fallback.js';
+import { assertToken, getTransferRow, notPending, recordTransferEvent, toTransfer, type OwnershipTransfer, type TransferRow, type Who } from './transfer-store.js';
+
+type Closed = 'rejected' | 'cancelled';
+
+/** Closes a pending transfer inside the caller's transaction (the agent row locked here). */
+async function closePending(ctx: AppContext, db: Db, t: TransferRow, status: Closed, resolvedBy: string): Promise<TransferRow> {
+  const now = ctx.clock.now();
+  const [row] = await db.orm
+    .update(agentOwnershipTransfers)
+    .set({ status, resolved_at: now, resolved_by: resolvedBy })
+    .where(and(eq(agentOwnershipTransfers.id, t.id), eq(agentOwnershipTransfers.status, 'pending')))
+    .returning();
+  if (!row) throw notPending(await getTransferRow(db, t.agent_id, t.id));
+  return row;
+}
+
+async function close(ctx: AppContext, agentId: string, transferId: string, status: Closed, who: Who, token?: string | null): Promise<OwnershipTransfer> {
+  await expireDueTransfers(ctx, { agentId });
+  return ctx.db.tx(async (db) => {
+    const seen = await getTransferRow(db, agentId, transferId);
+    if (token !== undefined) assertToken(seen, token);
+    await getAgentRow(db, agentId, true);
+    const t = await getTransferRow(db, agentId, transferId);
+    if (t.status !== 'pending') throw notPending(t);
+    const resolvedBy = status === 'rejected' ? t.to_owner_id : who.actor;
+    const actor: Who = status === 'rejected' ? { actor: t.to_owner_id, request_id: who.request_id } : who;
+    const row = await closePending(ctx, db, t, status, resolvedBy);
+    const fallbackOk = t.to_owner_id !== ctx.config.ownership.orgAdminOwnerId;
+    // Events last: recordEvent takes the chain lock, held to commit.
+    const saved = await recordTransferEvent(ctx, db, actor, row, `ownership.transfer_${status}`, { status: 'pending' }, {
+      status,
+      agent_id: agentId,
+      resolved_by: resolvedBy,
+      ...(status === 'rejected' && { presented_by: who.actor }),
+    });
+    if (fallbackOk) await startFallbackTransfers(ctx, db, [agentId]);
+    return toTransfer(saved);
+  });
+}
+
+/** The incoming owner declines (needs the acceptance token: 403 without it, nothing changes). */
+export function rejectTransfer(ctx: AppContext, agentId: string, transferId: string, token: string | null, who: Who): Promise<OwnershipTransfer> {
+  return close(ctx, agentId, transferId, 'rejected', who, token);
+}
+
+/** The initiator (an admin) withdraws the transfer. */
+export function cancelTransfer(ctx: AppContext, agentId: string, transferId: string, who: Who): Promise<OwnershipTransfer> {
+  return close(ctx, agentId, transferId, 'cancelled', who);
+}
