@@ -425,7 +425,14 @@ export interface paths {
             };
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Read one API key of an agent
+         * @description The key as listed (never the hash or the plaintext), with its effective `status`,
+         *     `last_used_at` (written in batches every few seconds, so it may lag a use by that
+         *     much) and its rotation links. A `key_id` that does not exist or belongs to another
+         *     agent is 404.
+         */
+        get: operations["getAgentApiKey"];
         put?: never;
         post?: never;
         /**
@@ -435,13 +442,52 @@ export interface paths {
          *     `revoked_by` is required and is given either as the query parameter or as the JSON
          *     body `{revoked_by}`; when both are given they must be equal. Missing in both, or
          *     different, is 400. Values starting with `system:` are reserved for the service
-         *     (`system:expiry-job`, `system:agent-revoked`) and are rejected (400).
+         *     (`system:expiry-job`, `system:agent-revoked`, `system:key-rotated`) and are rejected (400).
          *
          *     A key that is not `active` (already revoked or expired) is 409 with
          *     `details: {status}`; its original `revoked_at` and `revoked_by` are never
          *     overwritten. A `key_id` that does not exist or belongs to another agent is 404.
          */
         delete: operations["revokeAgentApiKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent_id}/api-keys/{key_id}/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent_id: components["parameters"]["AgentIdPath"];
+                key_id: components["parameters"]["KeyIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate an API key (issue a successor; the old key ends after a grace period)
+         * @description Issues a new key to the same agent, with the old key's `name` and `scopes` and a
+         *     fresh lifetime of `AGENT_KEY_TTL_DAYS`, and answers it once, like key issue
+         *     (`Cache-Control: no-store`), with `rotated_from` (the old `key_id`) and `grace_until`
+         *     (when the old key stops authenticating).
+         *
+         *     - `grace_seconds` (integer, 0 to 86,400, default 0): how long the old key keeps
+         *       working. With 0 the old key is `revoked` at once (revoked_by `system:key-rotated`).
+         *       Otherwise its `expires_at` becomes now + grace (never later than it was) and it is
+         *       refused from then on, on every process, cached or not; the expiry job then moves it
+         *       to `expired` (revoked_by `system:expiry-job`).
+         *     - The old key must be `active` (effective status) and not already rotated: a revoked,
+         *       expired or already rotated key is 409 with `details: {status}` (and `rotated_to`
+         *       when rotated). An unknown `key_id`, or one of another agent, is 404. A revoked agent's
+         *       keys are all revoked, hence 409.
+         *     - Events `key.rotated` (the old key) and `key.created` (the new one), and `key.revoked`
+         *       when the grace is 0, are written in the same transaction; they name keys by `key_id`
+         *       and prefix only.
+         */
+        post: operations["rotateAgentApiKey"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -1936,8 +1982,17 @@ export interface components {
             last_used_at: string | null;
             /** Format: date-time */
             revoked_at: string | null;
-            /** @description Caller-supplied value, `system:expiry-job` or `system:agent-revoked`. */
+            /** @description Caller-supplied value, `system:expiry-job`, `system:agent-revoked` or `system:key-rotated`. */
             revoked_by: string | null;
+            /** @description The key this one replaced by rotation. */
+            rotated_from: string | null;
+            /** @description The key that replaced this one by rotation. */
+            rotated_to: string | null;
+            /**
+             * Format: date-time
+             * @description Set on a rotated key; it authenticates until then (equal to `revoked_at` when rotated with no grace).
+             */
+            grace_until: string | null;
         };
         ApiKeyList: {
             agent_id: components["schemas"]["AgentId"];
@@ -1964,6 +2019,21 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             expires_at: string;
+        };
+        ApiKeyRotateRequest: {
+            /**
+             * @description How long the old key keeps working, in seconds.
+             * @default 0
+             */
+            grace_seconds?: number;
+        };
+        RotatedApiKey: components["schemas"]["IssuedApiKey"] & {
+            rotated_from: components["schemas"]["KeyId"];
+            /**
+             * Format: date-time
+             * @description When the old key stops authenticating (now when grace_seconds is 0).
+             */
+            grace_until: string;
         };
         ApiKeyRevokeRequest: {
             revoked_by: components["schemas"]["RevokedBy"];
@@ -3161,6 +3231,34 @@ export interface operations {
             503: components["responses"]["AdminNotConfigured"];
         };
     };
+    getAgentApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent_id: components["parameters"]["AgentIdPath"];
+                key_id: components["parameters"]["KeyIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKey"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminNotConfigured"];
+        };
+    };
     revokeAgentApiKey: {
         parameters: {
             query?: {
@@ -3185,6 +3283,41 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminNotConfigured"];
+        };
+    };
+    rotateAgentApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent_id: components["parameters"]["AgentIdPath"];
+                key_id: components["parameters"]["KeyIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ApiKeyRotateRequest"];
+            };
+        };
+        responses: {
+            /** @description New key issued; the plaintext is shown once. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RotatedApiKey"];
+                };
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];

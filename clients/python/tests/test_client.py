@@ -164,6 +164,12 @@ class ControlPlaneTest(unittest.TestCase):
             detail = api.get_agent(agent_id)
             self.assertEqual([k["key_id"] for k in detail["api_keys"]], [key["key_id"]])
             self.assertNotIn("api_key", detail["api_keys"][0])  # the plaintext is shown once
+            rotated = api.rotate_api_key(agent_id, key["key_id"], grace_seconds=60)
+            self.assertEqual((rotated["rotated_from"], rotated["name"]), (key["key_id"], "python"))
+            self.assertTrue(rotated["api_key"].startswith("sk_"))
+            with self.assertRaises(ApiError) as bad:
+                api.rotate_api_key(agent_id, key["key_id"], grace_seconds=86_401)
+            self.assertEqual(bad.exception.status, 400)
             listed = api.list_agents(role_id=role)
             self.assertEqual(([a["agent_id"] for a in listed["agents"]], listed["total"]), ([agent_id], 1))
 

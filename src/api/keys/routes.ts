@@ -3,7 +3,9 @@ import { AppError } from '../../shared/errors.js';
 import type { operations } from '../../../gen/openapi/control-plane.js';
 import type { RouteModule } from '../../shared/service.js';
 import { startExpiryJob } from '../../core/keys/expiry-job.js';
-import { issueApiKey, listApiKeys, revokeApiKey } from '../../core/keys/manage-keys.js';
+import { issueApiKey, listApiKeys, readApiKey, revokeApiKey } from '../../core/keys/manage-keys.js';
+import { rotateApiKey } from '../../core/keys/rotate-key.js';
+import { whoOf } from '../../shared/http/who.js';
 
 /** `revoked_by` comes as the query parameter or the JSON body; both given must agree. */
 function revokedBy(query: Record<string, unknown>, body: unknown): string {
@@ -20,9 +22,20 @@ export const routes = {
   handlers: {
     listAgentApiKeys: async (req, ctx) => ({ status: 200, body: await listApiKeys(ctx, req.params.agent_id) }),
     // The body carries the plaintext key: no cache may keep it.
-    issueAgentApiKey: async (req, ctx) => ({ status: 201, body: await issueApiKey(ctx, req.params.agent_id, req.body ?? {}), headers: { 'cache-control': 'no-store' } }),
+    issueAgentApiKey: async (req, ctx) => ({
+      status: 201,
+      body: await issueApiKey(ctx, req.params.agent_id, req.body ?? {}, whoOf(req)),
+      headers: { 'cache-control': 'no-store' },
+    }),
+    getAgentApiKey: async (req, ctx) => ({ status: 200, body: await readApiKey(ctx, req.params.agent_id, req.params.key_id) }),
+    // Same as issue: the body carries the new plaintext key.
+    rotateAgentApiKey: async (req, ctx) => ({
+      status: 201,
+      body: await rotateApiKey(ctx, req.params.agent_id, req.params.key_id, req.body ?? {}, whoOf(req)),
+      headers: { 'cache-control': 'no-store' },
+    }),
     revokeAgentApiKey: async (req, ctx) => {
-      await revokeApiKey(ctx, req.params.agent_id, req.params.key_id, revokedBy(req.query, req.body));
+      await revokeApiKey(ctx, req.params.agent_id, req.params.key_id, revokedBy(req.query, req.body), whoOf(req));
       return { status: 204 };
     },
   },

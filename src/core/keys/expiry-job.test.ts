@@ -1,4 +1,4 @@
-/** The expiry job started with the API (spec 3.2, 8): interval from KEY_EXPIRY_INTERVAL_SECONDS. */
+/** The expiry job started with the API (spec 3.2, 8): interval from KEY_EXPIRY_INTERVAL_SECONDS; its key.expired events. */
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startTestStack, type TestStack } from '../../../test/harness.js';
 import { issueKey, makeAgent, settableClock } from '../../../test/identity/fixtures.js';
@@ -36,6 +36,12 @@ it('moves past-due active keys to expired (is_active false, system:expiry-job) a
     [long.key_id]: ['active', null],
     [revoked.key_id]: ['revoked', 'ops'],
   });
+  // Recorded once, as the job's: a key.expired event in the transaction of the move.
+  const ev = await t.call('api', 'GET', `/api/audit/events?resource_id=${encodeURIComponent(short.key_id)}&event_type=key.expired`, { admin: true });
+  expect(ev.body.events).toEqual([
+    expect.objectContaining({ actor: 'system:expiry-job', resource_type: 'api_key', after: expect.objectContaining({ status: 'expired', key_prefix: short.key_prefix, revoked_by: 'system:expiry-job' }) }),
+  ]);
+  expect(JSON.stringify(ev.body)).not.toContain(short.api_key);
   const runs = t.logs.slice(linesBefore).map((l) => JSON.parse(l)).filter((l) => l.msg.startsWith('key expiry job'));
   expect(runs.some((l) => l.expired >= 1)).toBe(true);
   expect(await verifyAgentKey(t.ctx, short.api_key)).toMatchObject({ ok: false, reason: 'API key expired', agentId: a.agent_id });

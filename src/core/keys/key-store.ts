@@ -32,6 +32,9 @@ export function toApiKey(r: KeyRow, now: Date): ApiKey {
     last_used_at: iso(r.last_used_at),
     revoked_at: iso(r.revoked_at),
     revoked_by: r.revoked_by,
+    rotated_from: r.rotated_from,
+    rotated_to: r.rotated_to,
+    grace_until: iso(r.grace_until),
   };
 }
 

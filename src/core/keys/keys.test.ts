@@ -92,7 +92,7 @@ describe('GET /api/agents/{agent_id}/api-keys', () => {
     expect(text).not.toContain(k1.api_key);
     expect(text).not.toContain(hashKey(k1.api_key));
     expect(Object.keys(r.body.api_keys[0]).sort()).toEqual(
-      ['agent_id', 'created_at', 'expires_at', 'key_id', 'key_prefix', 'last_used_at', 'name', 'revoked_at', 'revoked_by', 'scopes', 'status'].sort(),
+      ['agent_id', 'created_at', 'expires_at', 'key_id', 'key_prefix', 'last_used_at', 'name', 'revoked_at', 'revoked_by', 'scopes', 'status', 'rotated_from', 'rotated_to', 'grace_until'].sort(),
     );
   });
 

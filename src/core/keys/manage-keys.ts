@@ -1,8 +1,9 @@
 /**
  * Key lifecycle verbs (spec 3.2): issue (plaintext returned once; only prefix and SHA-256
- * stored), list, revoke. State changes are conditional on the stored status so that
- * concurrent callers cannot both win, and every revocation invalidates the key cache on
- * every process after its commit.
+ * stored), list, read, revoke (rotation: rotate-key.ts). State changes are conditional on the
+ * stored status so that concurrent callers cannot both win, every change writes its event in
+ * its transaction (key-events.ts), and every revocation invalidates the key cache on every
+ * process after its commit.
  */
 import type { components } from '../../../gen/openapi/control-plane.js';
 import type { AppContext } from '../../shared/app-context.js';
@@ -12,7 +13,9 @@ import { generateApiKey, generateKeyId, hashKey, keyPrefix } from './key-materia
 import { invalidateKeys } from './key-cache.js';
 import { and, eq } from 'drizzle-orm';
 import { agentApiKeys, agents } from '../db/schema/index.js';
-import { KEY_COLUMNS, listKeyRows, toApiKey } from './key-store.js';
+import { KEY_COLUMNS, listKeyRows, toApiKey, type ApiKey } from './key-store.js';
+import { recordEvent, type Who } from '../audit/events.js';
+import { keyCreatedEvent, keyEndedEvent } from './key-events.js';
 
 export type IssueKeyInput = components['schemas']['ApiKeyIssueRequest'];
 export type IssuedApiKey = components['schemas']['IssuedApiKey'];
@@ -20,7 +23,7 @@ export type ApiKeyList = components['schemas']['ApiKeyList'];
 
 const DAY_MS = 86_400_000;
 
-export async function issueApiKey(ctx: AppContext, agentId: string, input: IssueKeyInput = {}): Promise<IssuedApiKey> {
+export async function issueApiKey(ctx: AppContext, agentId: string, input: IssueKeyInput, who: Who): Promise<IssuedApiKey> {
   const now = ctx.clock.now();
   const keyId = input.key_id ?? generateKeyId();
   const days = input.expires_in_days ?? ctx.config.agentKeyTtlDays;
@@ -61,6 +64,7 @@ export async function issueApiKey(ctx: AppContext, agentId: string, input: Issue
       .onConflictDoNothing({ target: agentApiKeys.key_id })
       .returning(KEY_COLUMNS);
     if (!row) throw new AppError('conflict', `key_id ${keyId} is already in use`);
+    await recordEvent(db, who, keyCreatedEvent(row), now);
     return {
       key_id: row.key_id,
       api_key: apiKey,
@@ -83,8 +87,18 @@ export async function listApiKeys(ctx: AppContext, agentId: string): Promise<Api
   return { agent_id: agentId, api_keys: rows.map((r) => toApiKey(r, now)), total: rows.length };
 }
 
+/** One key of the agent (404 when unknown or another agent's). */
+export async function readApiKey(ctx: AppContext, agentId: string, keyId: string): Promise<ApiKey> {
+  const [row] = await ctx.db.orm
+    .select(KEY_COLUMNS)
+    .from(agentApiKeys)
+    .where(and(eq(agentApiKeys.key_id, keyId), eq(agentApiKeys.agent_id, agentId)));
+  if (!row) throw new AppError('not_found', `Key ${keyId} of agent ${agentId} does not exist`);
+  return toApiKey(row, ctx.clock.now());
+}
+
 /** Moves an active key to revoked; a key that left `active` keeps its original revocation. */
-export async function revokeApiKey(ctx: AppContext, agentId: string, keyId: string, revokedBy: string): Promise<void> {
+export async function revokeApiKey(ctx: AppContext, agentId: string, keyId: string, revokedBy: string, who: Who): Promise<void> {
   if (revokedBy.startsWith('system:')) {
     throw new AppError('validation_error', 'revoked_by values starting with "system:" are reserved for the service', {
       details: { errors: [{ path: '/query/revoked_by', rule: 'reserved', message: 'values starting with "system:" are reserved' }] },
@@ -104,6 +118,7 @@ export async function revokeApiKey(ctx: AppContext, agentId: string, keyId: stri
       .update(agentApiKeys)
       .set({ status: 'revoked', is_active: false, revoked_at: now, revoked_by: revokedBy })
       .where(and(eq(agentApiKeys.key_id, keyId), eq(agentApiKeys.agent_id, agentId), eq(agentApiKeys.status, 'active')));
+    await recordEvent(db, who, keyEndedEvent('key.revoked', key, now, revokedBy), now);
     return true;
   });
   if (revoked) await invalidateKeys(ctx, { kind: 'keys', key_ids: [keyId] });

@@ -16,6 +16,7 @@ import { hashKey, KEY_PREFIX_LENGTH } from './key-material.js';
 import { KeyCache, keyCache } from './key-cache.js';
 import { keyUsage } from './key-usage.js';
 import { issueApiKey, revokeApiKey } from './manage-keys.js';
+import { rotateApiKey } from './rotate-key.js';
 import { KEY_REASONS, verifyAgentKey } from './verify-key.js';
 
 let tdb: TestDb;
@@ -46,7 +47,7 @@ afterAll(async () => {
 
 async function agentWithKey(over: Record<string, unknown> = {}, keyOver: Record<string, unknown> = {}) {
   const agent = await createAgent(A, { agent_id: agentId('v'), name: 'n', role_id: 'role:nurse', allowed_intents: ['triage', 'billing'], ...over } as any, TEST_WHO);
-  const key = await issueApiKey(A, agent.agent_id, keyOver);
+  const key = await issueApiKey(A, agent.agent_id, keyOver, TEST_WHO);
   return { agent, key };
 }
 
@@ -81,7 +82,7 @@ describe('refusals say which case', () => {
 
   it('revoked key, with the agent named for the audit record', async () => {
     const { agent, key } = await agentWithKey();
-    await revokeApiKey(A, agent.agent_id, key.key_id, 'tester');
+    await revokeApiKey(A, agent.agent_id, key.key_id, 'tester', TEST_WHO);
     expect(await verifyAgentKey(B, key.api_key)).toEqual({ ok: false, reason: KEY_REASONS.revoked, agentId: agent.agent_id });
   });
 
@@ -153,7 +154,7 @@ describe('cache and invalidation across processes', () => {
     const { agent, key } = await agentWithKey();
     expect((await verifyAgentKey(B, key.api_key)).ok).toBe(true);
     expect((await verifyAgentKey(A, key.api_key)).ok).toBe(true);
-    await revokeApiKey(A, agent.agent_id, key.key_id, 'tester');
+    await revokeApiKey(A, agent.agent_id, key.key_id, 'tester', TEST_WHO);
     expect((await verifyAgentKey(B, key.api_key)).ok).toBe(false);
     expect((await verifyAgentKey(A, key.api_key)).ok).toBe(false);
   });
@@ -171,7 +172,7 @@ describe('cache and invalidation across processes', () => {
     expect((await verifyAgentKey(B, key.api_key)).ok).toBe(true);
     brokerB.down = true; // B loses its connection: the invalidation below never reaches it
     try {
-      await revokeApiKey(A, agent.agent_id, key.key_id, 'tester');
+      await revokeApiKey(A, agent.agent_id, key.key_id, 'tester', TEST_WHO);
       expect(await verifyAgentKey(B, key.api_key)).toMatchObject({ ok: false, reason: KEY_REASONS.revoked });
       expect(keyCache(B).size).toBe(0);
     } finally {
@@ -181,6 +182,25 @@ describe('cache and invalidation across processes', () => {
     await verifyAgentKey(B, fresh.key.api_key);
     await verifyAgentKey(B, fresh.key.api_key);
     expect(keyCache(B).size).toBeGreaterThan(0); // cached again once the broker is back
+  });
+
+  it('rotation: the old key, cached in another process, works through the grace and is refused at its end; grace 0 at once', async () => {
+    const { agent, key } = await agentWithKey();
+    expect((await verifyAgentKey(B, key.api_key)).ok).toBe(true);
+    const next = await rotateApiKey(A, agent.agent_id, key.key_id, { grace_seconds: 60 }, TEST_WHO);
+    const hits = keyCache(B).hits;
+    expect(await verifyAgentKey(B, key.api_key)).toMatchObject({ ok: true, keyId: key.key_id });
+    expect(await verifyAgentKey(B, key.api_key)).toMatchObject({ ok: true, keyId: key.key_id });
+    expect(keyCache(B).hits).toBe(hits + 1); // the second use was a cache hit
+    expect(await verifyAgentKey(B, next.api_key)).toMatchObject({ ok: true, keyId: next.key_id });
+    clock.advance(60_000);
+    expect(await verifyAgentKey(B, key.api_key)).toMatchObject({ ok: false, reason: KEY_REASONS.expired, agentId: agent.agent_id });
+    expect(await verifyAgentKey(B, next.api_key)).toMatchObject({ ok: true, keyId: next.key_id });
+
+    const third = await rotateApiKey(A, agent.agent_id, next.key_id, {}, TEST_WHO);
+    expect(await verifyAgentKey(B, next.api_key)).toMatchObject({ ok: false, reason: KEY_REASONS.revoked });
+    expect(await verifyAgentKey(A, next.api_key)).toMatchObject({ ok: false, reason: KEY_REASONS.revoked });
+    expect(await verifyAgentKey(B, third.api_key)).toMatchObject({ ok: true, keyId: third.key_id });
   });
 
   it('a fill that raced with an invalidation is not stored', () => {
@@ -214,13 +234,13 @@ describe('silent partition (Redis-like broker)', () => {
       keyCache(ctxB);
       await new Promise((r) => setTimeout(r, 50));
       const agent = await createAgent(ctxA, { agent_id: agentId('part'), name: 'n', role_id: 'role:r', allowed_intents: [] } as any, TEST_WHO);
-      const key = await issueApiKey(ctxA, agent.agent_id, {});
+      const key = await issueApiKey(ctxA, agent.agent_id, {}, TEST_WHO);
       await verifyAgentKey(ctxB, key.api_key);
       await verifyAgentKey(ctxB, key.api_key);
       expect(keyCache(ctxB).hits).toBeGreaterThan(0);
       bB.silent = true; // messages to and from B vanish, yet B's connection looks fine
       await new Promise((r) => setTimeout(r, 4200));
-      await revokeApiKey(ctxA, agent.agent_id, key.key_id, 'tester');
+      await revokeApiKey(ctxA, agent.agent_id, key.key_id, 'tester', TEST_WHO);
       expect(await verifyAgentKey(ctxB, key.api_key)).toMatchObject({ ok: false, reason: KEY_REASONS.revoked });
     } finally {
       await ctxA.close();

@@ -7,13 +7,16 @@
  * comparing hex SHA-256 digests in constant time; `expires_at` is checked again here (the
  * expiry job runs hourly); the agent must be `active`. Verified keys are cached in process
  * (see key-cache.ts for why a revocation still takes effect on the next request), and the
- * use is recorded for `last_used_at` in the background (key-usage.ts).
+ * use is recorded for `last_used_at` in the background (key-usage.ts). A key refused as past
+ * due is expired in the background (expiry-job.ts), so its `key.expired` event is written
+ * when it is first seen.
  */
 import type { AppContext } from '../../shared/app-context.js';
 import type { agentApiKeys, agents } from '../db/schema/index.js';
 import { hashEquals, hashKey, KEY_SHAPE, keyPrefix } from './key-material.js';
 import { keyCache, type VerifiedKey } from './key-cache.js';
 import { keyUsage } from './key-usage.js';
+import { expireKeySoon } from './expiry-job.js';
 
 export type KeyCheck =
   | { ok: true; keyId: string; agentId: string; roleId: string; allowedIntents: string[]; scopes: string[] | null; overrides: string[]; restrictions: string[]; expiresAt: Date | null }
@@ -86,7 +89,11 @@ export async function verifyAgentKey(ctx: AppContext, presented: string | undefi
 }
 
 function accept(ctx: AppContext, key: VerifiedKey, now: Date): KeyCheck {
-  if (key.expiresAt && key.expiresAt.getTime() <= now.getTime()) return { ok: false, reason: KEY_REASONS.expired, agentId: key.agentId };
+  if (key.expiresAt && key.expiresAt.getTime() <= now.getTime()) {
+    // First seen past due (the job may be an hour away): record the expiry, in the background.
+    expireKeySoon(ctx, key.keyId);
+    return { ok: false, reason: KEY_REASONS.expired, agentId: key.agentId };
+  }
   keyUsage(ctx).note(key.keyId, now);
   return {
     ok: true,

@@ -24,6 +24,7 @@ from .control_plane_types import (
     BundleVersionDetail,
     Deployment,
     IssuedApiKey,
+    RotatedApiKey,
     SubscribeToken,
     Tag,
 )
@@ -84,6 +85,11 @@ class ControlPlaneClient:
     def issue_api_key(self, agent_id: str, body: ApiKeyIssueRequest | None = None) -> IssuedApiKey:
         """A new key; its plaintext (`api_key`) is in this answer only."""
         return cast(IssuedApiKey, self._call("POST", f"/api/agents/{_seg(agent_id)}/api-keys", body or {}))
+
+    def rotate_api_key(self, agent_id: str, key_id: str, grace_seconds: int | None = None) -> RotatedApiKey:
+        """A successor of the key (plaintext in this answer only); the old key works `grace_seconds` more (default 0)."""
+        body = {} if grace_seconds is None else {"grace_seconds": grace_seconds}
+        return cast(RotatedApiKey, self._call("POST", f"/api/agents/{_seg(agent_id)}/api-keys/{_seg(key_id)}/rotate", body))
 
     def mint_subscribe_token(self, ttl_seconds: int | None = None) -> SubscribeToken:
         """A Subscribe token for the agent of `api_key`."""

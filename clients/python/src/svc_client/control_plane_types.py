@@ -292,6 +292,9 @@ class ApiKey(TypedDict):
     last_used_at: str | None
     revoked_at: str | None
     revoked_by: str | None
+    rotated_from: str | None
+    rotated_to: str | None
+    grace_until: str | None
 
 
 class ApiKeyList(TypedDict):
@@ -317,6 +320,15 @@ class IssuedApiKey(TypedDict):
     status: Literal['active']
     created_at: str
     expires_at: str
+
+
+class ApiKeyRotateRequest(TypedDict):
+    grace_seconds: NotRequired[int]
+
+
+class RotatedApiKey(IssuedApiKey):
+    rotated_from: KeyId
+    grace_until: str
 
 
 class ApiKeyRevokeRequest(TypedDict):

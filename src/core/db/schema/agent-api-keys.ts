@@ -2,7 +2,7 @@ import { boolean, pgTable, text } from 'drizzle-orm/pg-core';
 import { timestamptz3 } from './columns.js';
 import { agents } from './agents.js';
 
-/** migrations 0000 (table), 0002 (status, revoked_at, revoked_by). Only the prefix and SHA-256 of a key. */
+/** migrations 0000 (table), 0002 (status, revoked_at, revoked_by), 0014 (rotation). Only the prefix and SHA-256 of a key. */
 export const agentApiKeys = pgTable('agent_api_keys', {
   key_id: text('key_id').primaryKey(),
   agent_id: text('agent_id').notNull().references(() => agents.agent_id),
@@ -17,4 +17,8 @@ export const agentApiKeys = pgTable('agent_api_keys', {
   status: text('status', { enum: ['active', 'revoked', 'expired'] }).notNull().default('active'),
   revoked_at: timestamptz3('revoked_at'),
   revoked_by: text('revoked_by'),
+  rotated_from: text('rotated_from'),
+  rotated_to: text('rotated_to'),
+  rotated_at: timestamptz3('rotated_at'),
+  grace_until: timestamptz3('grace_until'),
 });
