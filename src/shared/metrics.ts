@@ -192,8 +192,8 @@ export function grpcMethodTimer(method: string): GrpcMethodTimer {
 
 // --- Domain -----------------------------------------------------------------------------
 
-export type ContextOutcomeLabel = 'served' | 'refused_auth' | 'refused_intent' | 'refused_validation' | 'refused_internal' | 'error';
-const OUTCOMES: ContextOutcomeLabel[] = ['served', 'refused_auth', 'refused_intent', 'refused_validation', 'refused_internal', 'error'];
+export type ContextOutcomeLabel = 'served' | 'refused_auth' | 'refused_intent' | 'refused_validation' | 'refused_internal' | 'refused_revision' | 'error';
+const OUTCOMES: ContextOutcomeLabel[] = ['served', 'refused_auth', 'refused_intent', 'refused_validation', 'refused_internal', 'refused_revision', 'error'];
 const contextChildren = Object.fromEntries(OUTCOMES.map((o) => [o, contextRequests.labels(o)])) as Record<ContextOutcomeLabel, { inc(): void }>;
 /** One context request answered (or failed) with this outcome. */
 export const countContextRequest = (outcome: ContextOutcomeLabel): void => contextChildren[outcome].inc();

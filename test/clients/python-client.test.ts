@@ -78,7 +78,7 @@ describe.skipIf(!python)('Python client against the running stack', () => {
     // unittest reports on stderr, last.
     const out = stdout + stderr;
     expect(code, out).toBe(0);
-    expect(out).toMatch(/Ran 10 tests in /);
+    expect(out).toMatch(/Ran 11 tests in /);
     expect(out).toMatch(/\nOK\s*$/);
     expect(out).not.toMatch(/skipped|expected failure/);
 

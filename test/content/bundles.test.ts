@@ -23,7 +23,7 @@ describe('bundle states (spec 3.4)', () => {
   it('(none) -> published on POST; the version is immutable from then on (409)', async () => {
     const c = concern(`c-${uid()}`, 2, { applies_to: { roles: ['role:nurse'] } });
     const created = await publish(t, c.body);
-    expect(created).toEqual({ bundle_id: c.id, version: '1.0.0', status: 'published', validation_status: 'valid', validation_errors: null });
+    expect(created).toEqual({ bundle_id: c.id, version: '1.0.0', status: 'published', validation_status: 'valid', validation_errors: null, content_revision: expect.any(Number) });
     const again = await post(c.body);
     expect(again.status).toBe(409);
     expect(again.body.error).toBe('conflict');

@@ -78,6 +78,21 @@ class RequestContextTest(unittest.TestCase):
         for scd in res.scd_ids:
             self.assertIn(f"id: {scd}", res.scd_content[scd])
         self.assertEqual(list(res.context_bundle_ids), [f"{ENV['SVC_BUNDLE_ID']}:1.0.0"])
+        self.assertGreater(res.content_revision, 0)
+        self.assertFalse(res.HasField("explanation"))
+
+    def test_explained_and_no_older_than_a_revision(self) -> None:
+        with SvcContextClient(ENV["SVC_CONTEXT_TARGET"], api_key=ENV["SVC_API_KEY"]) as client:
+            first = client.request_context(ENV["SVC_TASK_TYPE"])
+            res = client.request_context(ENV["SVC_TASK_TYPE"], explain=True, at_least_revision=first.content_revision)
+            self.assertTrue(res.success, res.error_message)
+            self.assertGreaterEqual(res.content_revision, first.content_revision)
+            self.assertEqual(sorted(res.explanation.selected.keys()), sorted(res.scd_ids))
+            for scd in res.scd_ids:
+                self.assertIn(res.explanation.selected[scd].reason, ("role", "all_roles", "governs", "override"))
+            with self.assertRaises(grpc.RpcError) as refused:
+                client.request_context(ENV["SVC_TASK_TYPE"], at_least_revision=first.content_revision + 1000)
+            self.assertEqual(refused.exception.code(), grpc.StatusCode.ABORTED)
 
     def test_wrong_key_is_refused_in_band(self) -> None:
         with SvcContextClient(ENV["SVC_CONTEXT_TARGET"], api_key="sk_" + "0" * 48) as client:

@@ -41,19 +41,41 @@ function selectionBytes(s: SelectedContext): Buffer {
     f = scdContentJsonBytes(
       s,
       Buffer.from(`"scd_ids":${JSON.stringify(s.scdIds)},"scd_content":`, 'utf8'),
-      Buffer.from(`,"context_bundle_ids":${JSON.stringify(s.bundleIds)}}`, 'utf8'),
+      Buffer.from(`,"context_bundle_ids":${JSON.stringify(s.bundleIds)},"content_revision":${s.revision}}`, 'utf8'),
     );
     fragments.set(s, f);
   }
   return f;
 }
 
+/** The 409 of a consistency token not reached: the general error body (spec: ContextRevisionNotReached). */
+function revisionNotReached(out: Extract<ContextOutcome, { code: 'REVISION_NOT_REACHED' }>): ContextAnswer {
+  const details: components['schemas']['ContextRevisionDetails'] = {
+    content_revision: out.contentRevision,
+    at_least_revision: out.atLeastRevision,
+    request_id: out.requestId,
+    audit_leaf_index: out.leafIndex,
+  };
+  const body: components['schemas']['Error'] = { error: 'conflict', message: out.message, details };
+  return { status: 409, head: Buffer.from(JSON.stringify(body), 'utf8'), tail: EMPTY };
+}
+
+/**
+ * The selection's bytes with `"explanation":{...}` before the closing brace: only for a
+ * request that asked for it, so the shared bytes stay untouched.
+ */
+function withExplanation(tail: Buffer, explanation: components['schemas']['ContextExplanation']): Buffer {
+  return Buffer.concat([tail.subarray(0, tail.length - 1), Buffer.from(`,"explanation":${JSON.stringify(explanation)}}`, 'utf8')]);
+}
+
 function toAnswer(out: ContextOutcome): ContextAnswer {
+  if (!out.ok && out.code === 'REVISION_NOT_REACHED') return revisionNotReached(out);
   if (!out.ok) return json(STATUS[out.code], { success: false, error_code: out.code, error_message: out.message, request_id: out.requestId, audit_leaf_index: out.leafIndex });
   const head =
     `{"success":true,"request_id":"${out.requestId}","audit_leaf_index":${out.leafIndex},"agent_id":${JSON.stringify(out.agentId)},"role_id":${JSON.stringify(out.roleId)},` +
     `"task_type":${JSON.stringify(out.taskType)},"timestamp":${out.timestamp},"processing_time_ms":${out.processingTimeMs},`;
-  return { status: 200, head: Buffer.from(head, 'utf8'), tail: selectionBytes(out.selected) };
+  const tail = selectionBytes(out.selected);
+  return { status: 200, head: Buffer.from(head, 'utf8'), tail: out.explanation ? withExplanation(tail, out.explanation) : tail };
 }
 
 /**

@@ -100,7 +100,7 @@ export function writeMessage(stream: http2.ServerHttp2Stream, head: Uint8Array, 
 export function finish(stream: http2.ServerHttp2Stream, err: ConnectError | null): void {
   if (stream.closed || stream.destroyed || stream.writableEnded) return;
   if (!stream.headersSent) respond(stream);
-  if (err) trailersOf.set(stream, { 'grpc-status': String(err.code), 'grpc-message': encodeURIComponent(err.rawMessage) });
+  if (err) trailersOf.set(stream, { ...Object.fromEntries(err.metadata), 'grpc-status': String(err.code), 'grpc-message': encodeURIComponent(err.rawMessage) });
   stream.end();
 }
 

@@ -6,19 +6,29 @@
  * could not be committed (INTERNAL), so no context leaves.
  */
 import { randomUUID } from 'node:crypto';
-import { create } from '@bufbuild/protobuf';
+import { create, toBinary } from '@bufbuild/protobuf';
 import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
 import { Code, ConnectError, type ServiceImpl } from '@connectrpc/connect';
 import type { AppContext } from '../../shared/app-context.js';
 import type { ValidationIssue } from '../../shared/http/openapi-app.js';
-import { RequestContextResponseSchema, type ContextService, type RequestContextRequest, type RequestContextResponse } from '../../../gen/proto/context_pb.js';
+import {
+  ContextExplanationSchema,
+  RequestContextResponseSchema,
+  type ContextExplanation,
+  type ContextService,
+  type RequestContextRequest,
+  type RequestContextResponse,
+} from '../../../gen/proto/context_pb.js';
 import { requestContext, type ContextOutcome } from '../../core/context/request-context.js';
+import type { ContextExplanation as Explanation } from '../../core/graph/explain.js';
 import type { SelectedContext } from '../../core/graph/select.js';
 
 /** Field numbers of RequestContextResponse (spec/context.proto). */
 const SCD_IDS = 6;
 const SCD_CONTENT = 7;
 const CONTEXT_BUNDLE_IDS = 12;
+const CONTENT_REVISION = 14;
+const EXPLANATION = 15;
 
 /**
  * The selection's fields (scd_ids, scd_content, context_bundle_ids) encoded once per shared,
@@ -37,6 +47,7 @@ function selectionBytes(s: SelectedContext): Buffer {
       w.tag(SCD_CONTENT, WireType.LengthDelimited).fork().tag(1, WireType.LengthDelimited).string(id).tag(2, WireType.LengthDelimited).string(s.scdContent[id] ?? '').join();
     }
     for (const id of s.bundleIds) w.tag(CONTEXT_BUNDLE_IDS, WireType.LengthDelimited).string(id);
+    if (s.revision) w.tag(CONTENT_REVISION, WireType.Varint).int64(s.revision);
     const u8 = w.finish();
     b = Buffer.from(u8.buffer, u8.byteOffset, u8.byteLength);
     encoded.set(s, b);
@@ -57,6 +68,10 @@ function validateRequestContext(req: RequestContextRequest): ValidationIssue[] {
   for (const [k, v] of params) maxLength(`/params/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`, v, 4096);
   maxLength('/chain_id', req.chainId, 128);
   maxLength('/parent_request_id', req.parentRequestId, 128);
+  const r = req.atLeastRevision;
+  if (r !== undefined && (r < 0n || r > BigInt(Number.MAX_SAFE_INTEGER))) {
+    issues.push({ path: '/at_least_revision', rule: r < 0n ? 'minimum' : 'maximum', message: r < 0n ? 'must be >= 0' : `must be <= ${Number.MAX_SAFE_INTEGER}` });
+  }
   return issues.slice(0, 50);
 }
 
@@ -80,13 +95,47 @@ export async function callRequestContext(ctx: AppContext, req: RequestContextReq
     params: Object.keys(req.params).length ? req.params : undefined,
     chain_id: req.chainId || undefined,
     parent_request_id: req.parentRequestId || undefined,
+    explain: req.explain || undefined,
+    at_least_revision: req.atLeastRevision === undefined ? undefined : Number(req.atLeastRevision),
   };
+  let out: ContextOutcome;
   try {
-    return await requestContext(ctx, { requestId: randomUUID(), apiKey: req.apiKey, body, issues: issues.length ? issues : null, startedAt });
+    out = await requestContext(ctx, { requestId: randomUUID(), apiKey: req.apiKey, body, issues: issues.length ? issues : null, startedAt });
   } catch (e) {
     ctx.logger.error('context request failed', { error: e as Error });
     throw new ConnectError('Internal error', Code.Internal);
   }
+  if (!out.ok && out.code === 'REVISION_NOT_REACHED') {
+    // Not in-band: ABORTED is HTTP 409 in the Connect protocol, as REST answers (audited already).
+    const metadata = new Headers({ 'svc-content-revision': String(out.contentRevision), 'svc-request-id': out.requestId });
+    throw new ConnectError(out.message, Code.Aborted, metadata);
+  }
+  return out;
+}
+
+/** The explanation as the proto message (the same fields as REST's ContextExplanation). */
+function explanationMessage(e: Explanation): ContextExplanation {
+  const selected = Object.fromEntries(
+    Object.entries(e.selected).map(([id, x]) => [
+      id,
+      { reason: x.reason, roleId: x.role_id ?? '', governs: x.governs ?? [], bundleId: x.bundle_id, bundleVersion: x.bundle_version, importPath: x.import_path, override: x.override },
+    ]),
+  );
+  const excluded = Object.fromEntries(
+    Object.entries(e.excluded).map(([id, x]) => [
+      id,
+      {
+        reason: x.reason,
+        roles: x.roles ?? [],
+        referencedBy: x.referenced_by ?? [],
+        override: x.override ?? false,
+        bundleId: x.bundle_id ?? '',
+        bundleVersion: x.bundle_version ?? '',
+        importPath: x.import_path ?? [],
+      },
+    ]),
+  );
+  return create(ContextExplanationSchema, { selected, excluded });
 }
 
 /** The whole RequestContextResponse of an outcome, as a message (the Connect router's path). */
@@ -102,7 +151,15 @@ export function responseMessage(out: ContextOutcome): RequestContextResponse {
   };
   if (!out.ok) return create(RequestContextResponseSchema, { ...common, success: false, errorCode: out.code, errorMessage: out.message });
   const s = out.selected;
-  return create(RequestContextResponseSchema, { ...common, success: true, scdIds: s.scdIds, scdContent: s.scdContent, contextBundleIds: s.bundleIds });
+  return create(RequestContextResponseSchema, {
+    ...common,
+    success: true,
+    scdIds: s.scdIds,
+    scdContent: s.scdContent,
+    contextBundleIds: s.bundleIds,
+    contentRevision: BigInt(s.revision),
+    ...(out.explanation && { explanation: explanationMessage(out.explanation) }),
+  });
 }
 
 /**
@@ -126,5 +183,10 @@ export function responseParts(out: ContextOutcome): { head: Uint8Array; tail: Bu
   }
   // proto3 `optional`: written even when 0 (the first leaf).
   w.tag(13, WireType.Varint).int64(out.leafIndex);
-  return { head: w.finish(), tail: out.ok ? selectionBytes(out.selected) : null };
+  if (!out.ok) return { head: w.finish(), tail: null };
+  const tail = selectionBytes(out.selected);
+  if (!out.explanation) return { head: w.finish(), tail };
+  // Asked for only: the explanation is encoded per call and follows the shared bytes.
+  const x = new BinaryWriter().tag(EXPLANATION, WireType.LengthDelimited).bytes(toBinary(ContextExplanationSchema, explanationMessage(out.explanation))).finish();
+  return { head: w.finish(), tail: Buffer.concat([tail, x]) };
 }

@@ -114,5 +114,5 @@ export async function createBundle(ctx: AppContext, input: BundleCreate, who: Wh
   });
   await announceContentChange(ctx, contentVersion);
   ctx.logger.info('bundle published', { bundle: ref, validation_status: result.validation_status, findings: result.validation_errors?.length ?? 0 });
-  return result;
+  return { ...result, content_revision: contentVersion };
 }

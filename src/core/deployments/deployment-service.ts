@@ -86,7 +86,8 @@ export async function createDeployment(ctx: AppContext, input: DeployRequest, wh
   });
   await announceContentChange(ctx, v);
   ctx.logger.info('deployment created', { deployment_id: id, project_bundles: roots, resolved: row.resolved_bundles.length });
-  return toDeployment(row);
+  // The revision this deployment produced: a client passes it as `at_least_revision`.
+  return { ...toDeployment(row), content_revision: v };
 }
 
 export async function getDeployment(ctx: AppContext, id: string): Promise<Deployment> {

@@ -7,7 +7,7 @@
  * cache) is kept as it is.
  */
 import type { Db } from '../db/index.js';
-import { boundedCache, type ScdEntry, type Snapshot, type Universe } from './snapshot.js';
+import { boundedCache, type DeployedSet, type ScdEntry, type Snapshot, type Universe } from './snapshot.js';
 
 /** What one deployed bundle version contributes (immutable). */
 export interface BundleContent {
@@ -54,10 +54,10 @@ async function loadBundleContents(db: Db, refs: string[]): Promise<Map<string, B
   return out;
 }
 
-/** The union of the active deployments' resolved bundles (deployments oldest first). */
-async function deployedRefs(db: Db): Promise<string[]> {
-  const deps = await db.query<{ resolved_bundles: string[] }>(
-    `SELECT resolved_bundles FROM deployments WHERE status = 'active' ORDER BY created_at, deployment_id`,
+/** The active deployments (oldest first) and the union of their resolved bundles. */
+async function deployedRefs(db: Db): Promise<{ refs: string[]; deployments: DeployedSet[] }> {
+  const deps = await db.query<{ project_bundles: string[]; resolved_bundles: string[] }>(
+    `SELECT project_bundles, resolved_bundles FROM deployments WHERE status = 'active' ORDER BY created_at, deployment_id`,
   );
   const refs: string[] = [];
   const seen = new Set<string>();
@@ -69,8 +69,12 @@ async function deployedRefs(db: Db): Promise<string[]> {
       }
     }
   }
-  return refs;
+  return { refs, deployments: deps.map((d) => ({ projectBundles: d.project_bundles, resolved: d.resolved_bundles })) };
 }
+
+const sameDeployments = (a: DeployedSet[], b: DeployedSet[]): boolean =>
+  a.length === b.length &&
+  a.every((d, i) => d.projectBundles.join('\n') === b[i]!.projectBundles.join('\n') && d.resolved.join('\n') === b[i]!.resolved.join('\n'));
 
 /**
  * The UTF-8 bytes of the JSON object member `"<id>":"<yaml>"`: a selection's `scd_content` is
@@ -80,7 +84,7 @@ export function jsonMember(id: string, yaml: string): Buffer {
   return Buffer.from(`${JSON.stringify(id)}:${JSON.stringify(yaml)}`, 'utf8');
 }
 
-function assemble(bundleRefs: string[], contents: Map<string, BundleContent>): Universe {
+function assemble(bundleRefs: string[], deployments: DeployedSet[], contents: Map<string, BundleContent>): Universe {
   const scds: ScdEntry[] = [];
   const byId = new Map<string, ScdEntry>();
   for (const ref of bundleRefs) {
@@ -116,7 +120,7 @@ function assemble(bundleRefs: string[], contents: Map<string, BundleContent>): U
         else byRole.set(role, [e.index]);
       }
   }
-  return { bundleRefs, scds, byId, unscoped, byRole, roleCache: boundedCache() };
+  return { bundleRefs, deployments, scds, byId, unscoped, byRole, roleCache: boundedCache() };
 }
 
 /**
@@ -125,12 +129,13 @@ function assemble(bundleRefs: string[], contents: Map<string, BundleContent>): U
  * previous snapshot, whose universe is reused when the deployed set is unchanged.
  */
 export async function buildSnapshot(db: Db, version: number, contents: Map<string, BundleContent> = new Map(), prev?: Snapshot | null): Promise<Snapshot> {
-  const bundleRefs = await deployedRefs(db);
-  const same = !!prev && prev.universe.bundleRefs.length === bundleRefs.length && prev.universe.bundleRefs.every((r, i) => r === bundleRefs[i]);
+  const { refs: bundleRefs, deployments } = await deployedRefs(db);
+  // The project bundles count too: they are where an explanation's import paths start.
+  const same = !!prev && sameDeployments(prev.universe.deployments, deployments);
   if (same) return { version, universe: prev!.universe, caches: new Map() };
   const missing = bundleRefs.filter((r) => !contents.has(r));
   for (const [ref, bc] of await loadBundleContents(db, missing)) contents.set(ref, bc);
   const keep = new Set(bundleRefs);
   for (const ref of contents.keys()) if (!keep.has(ref)) contents.delete(ref);
-  return { version, universe: assemble(bundleRefs, contents), caches: new Map() };
+  return { version, universe: assemble(bundleRefs, deployments, contents), caches: new Map() };
 }

@@ -74,6 +74,7 @@ describe('scd_content as JSON bytes', () => {
     scdIds: Object.keys(content),
     scdContent: content,
     scdMembers: Object.entries(content).map(([id, yaml]) => jsonMember(id, yaml)),
+    revision: 1,
   });
   it('joins the members into the bytes of JSON.stringify(scdContent), between the given parts', () => {
     for (const content of [{}, { 'scd:a': 'x: 1\n' }, { 'scd:a': 'titel: ünïcode — "quoted"\n\ttab', 'scd:b': '', 'scd:c': 'y'.repeat(70_000) }] as Record<string, string>[]) {

@@ -26,6 +26,9 @@ export function snapshotCache<V extends object>(snap: Snapshot, name: string): L
   return m;
 }
 
+/** How often (ms) a request waiting for a content revision re-reads the counter without a broker message. */
+const REVISION_RECHECK_MS = 250;
+
 export class ContentCache {
   private snap: Snapshot | null = null;
   private checkedAt = -Infinity;
@@ -44,10 +47,48 @@ export class ContentCache {
     private readonly onError: (e: Error) => void = () => {},
   ) {}
 
+  /** Callers of `atLeast` waiting for the next invalidation. */
+  private waiters = new Set<() => void>();
+
   /** Marks the snapshot as possibly stale: the next read waits for a check of the counter. */
   invalidate(): void {
     this.invalidations++;
     this.dirty = true;
+    if (this.waiters.size) for (const wake of this.waiters) wake();
+  }
+
+  /**
+   * The current snapshot once its version is at least `revision` (a consistency token), or
+   * null when it is not within `timeoutMs`. While waiting, every invalidation (broker message
+   * `svc:content-changes`, local write, reconnect) re-reads the counter at once, and so does
+   * every REVISION_RECHECK_MS without one (a lost broker message, another process's write),
+   * the last time at the deadline. Costs nothing unless asked: the hot path never calls it.
+   */
+  async atLeast(revision: number, timeoutMs: number): Promise<{ snapshot: Snapshot; reached: boolean }> {
+    const first = await this.current();
+    if (first.version >= revision) return { snapshot: first, reached: true };
+    const deadline = this.now() + timeoutMs;
+    for (;;) {
+      // Re-read the counter now (the write may have landed elsewhere with its message lost), after each wake-up, and at the deadline.
+      const snap = await this.refreshShared();
+      if (snap.version >= revision) return { snapshot: snap, reached: true };
+      const left = deadline - this.now();
+      if (left <= 0) return { snapshot: snap, reached: false };
+      await this.nextInvalidation(Math.min(left, REVISION_RECHECK_MS));
+    }
+  }
+
+  private nextInvalidation(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.waiters.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      timer.unref();
+      this.waiters.add(wake);
+    });
   }
 
   /**

@@ -26,7 +26,13 @@ export interface SelectedContext {
    * (scdContentJsonBytes), so choosing the SCDs copies no content.
    */
   scdMembers: readonly Buffer[];
+  /** The content version of the snapshot it was selected from (the answer's `content_revision`). */
+  revision: number;
 }
+
+/** The snapshot each selection was computed from (for explainSelection): set once per computed selection. */
+const selectedFrom = new WeakMap<SelectedContext, Snapshot>();
+export const snapshotOf = (s: SelectedContext): Snapshot | undefined => selectedFrom.get(s);
 
 /**
  * The SCDs an agent gets from the active deployments: role-applicable SCDs plus those that
@@ -47,7 +53,7 @@ export async function selectContext(ctx: AppContext, input: { roleId: string; ov
 }
 
 /** Universe indices applicable to the role, closed over GOVERNED_BY, ascending. */
-function roleBase(u: Universe, roleId: string): number[] {
+export function roleBase(u: Universe, roleId: string): number[] {
   const cache = u.roleCache;
   const hit = cache.get(roleId);
   if (hit) return hit;
@@ -67,10 +73,10 @@ function roleBase(u: Universe, roleId: string): number[] {
   return out;
 }
 
-type Extra = { id: string; bundleRef: string; yaml: string } | null;
+export type Extra = { id: string; bundleRef: string; yaml: string } | null;
 
 /** An SCD outside the deployments: the newest active published version holding it. */
-async function loadExtras(db: Db, snap: Snapshot, ids: string[]): Promise<Map<string, Extra>> {
+export async function loadExtras(db: Db, snap: Snapshot, ids: string[]): Promise<Map<string, Extra>> {
   // Cached wrapped ({extra: null} = stored nowhere): a cache holds no null values.
   const cache = snapshotCache<{ extra: Extra }>(snap, 'extra');
   const found = new Map<string, Extra>();
@@ -134,12 +140,15 @@ async function compute(db: Db, snap: Snapshot, input: { roleId: string; override
   if (wanted.length) {
     for (const [id, x] of await loadExtras(db, snap, wanted)) if (x) add(id, x.yaml, jsonMember(id, x.yaml), x.bundleRef);
   }
-  return Object.freeze({
+  const selected: SelectedContext = Object.freeze({
     bundleIds: Object.freeze(bundleIds) as string[],
     scdIds: Object.freeze(scdIds) as string[],
     scdContent: Object.freeze(scdContent) as Record<string, string>,
     scdMembers: Object.freeze(members),
+    revision: snap.version,
   });
+  selectedFrom.set(selected, snap);
+  return selected;
 }
 
 /**

@@ -26,10 +26,18 @@ export interface ScdEntry {
   governedBy: number[];
 }
 
+/** One active deployment: its project bundles and its resolved (lockfile) bundles, pinned refs. */
+export interface DeployedSet {
+  projectBundles: string[];
+  resolved: string[];
+}
+
 /** The deployed SCDs; shared by consecutive snapshots while the deployed set is unchanged. */
 export interface Universe {
   /** Union of the active deployments' resolved bundles, in deployment then resolution order. */
   bundleRefs: string[];
+  /** The active deployments, oldest first (explanations start their import paths here). */
+  deployments: DeployedSet[];
   scds: ScdEntry[];
   byId: Map<string, ScdEntry>;
   /** Indices of the SCDs that apply to every role, ascending. */

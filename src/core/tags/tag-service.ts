@@ -138,7 +138,7 @@ export async function createTag(ctx: AppContext, input: TagCreate, who: Who): Pr
   });
   await publishTagUpdate(ctx, v, tag);
   ctx.logger.info('tag created', { tag: tag.tag, bundle: root });
-  return tag;
+  return { ...tag, content_revision: v };
 }
 
 export async function moveTag(ctx: AppContext, name: string, input: TagMove, who: Who): Promise<Tag> {
@@ -168,7 +168,7 @@ export async function moveTag(ctx: AppContext, name: string, input: TagMove, who
   });
   await publishTagUpdate(ctx, v, tag);
   ctx.logger.info('tag moved', { tag: name, bundle: root });
-  return tag;
+  return { ...tag, content_revision: v };
 }
 
 export async function getTag(ctx: AppContext, name: string): Promise<Tag> {

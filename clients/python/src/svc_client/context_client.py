@@ -70,17 +70,24 @@ class SvcContextClient:
         *,
         chain_id: str = "",
         parent_request_id: str = "",
+        explain: bool = False,
+        at_least_revision: int | None = None,
         api_key: str | None = None,
         timeout: float | None = None,
     ) -> context_pb2.RequestContextResponse:
-        """The context for one task; check `success` (refusals are in-band)."""
+        """The context for one task; check `success` (refusals are in-band). `explain` adds
+        `explanation`; `at_least_revision` (a write's `content_revision`) waits up to 2 s for
+        that content, else the call fails with grpc.StatusCode.ABORTED."""
         req = context_pb2.RequestContextRequest(
             api_key=api_key if api_key is not None else (self.api_key or ""),
             task_type=task_type,
             params=dict(params or {}),
             chain_id=chain_id,
             parent_request_id=parent_request_id,
+            explain=explain,
         )
+        if at_least_revision is not None:
+            req.at_least_revision = at_least_revision
         return self._stub.RequestContext(req, timeout=timeout if timeout is not None else self.timeout)
 
     def subscribe(self, tag: str, agent_id: str, *, auth_token: str | None = None, timeout: float | None = None) -> Subscription:

@@ -19,6 +19,28 @@ class ConsistencyProof(_message.Message):
     to: int
     def __init__(self, to: _Optional[int] = ..., hashes: _Optional[_Iterable[bytes]] = ..., **kwargs) -> None: ...
 
+class ContextExplanation(_message.Message):
+    __slots__ = ["excluded", "selected"]
+    class ExcludedEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: ScdExclusion
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[ScdExclusion, _Mapping]] = ...) -> None: ...
+    class SelectedEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: ScdSelection
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[ScdSelection, _Mapping]] = ...) -> None: ...
+    EXCLUDED_FIELD_NUMBER: _ClassVar[int]
+    SELECTED_FIELD_NUMBER: _ClassVar[int]
+    excluded: _containers.MessageMap[str, ScdExclusion]
+    selected: _containers.MessageMap[str, ScdSelection]
+    def __init__(self, selected: _Optional[_Mapping[str, ScdSelection]] = ..., excluded: _Optional[_Mapping[str, ScdExclusion]] = ...) -> None: ...
+
 class ContextMessage(_message.Message):
     __slots__ = ["bundle_id", "bundle_version", "context_yaml", "resolved_bundle_ids", "scd_content", "scd_ids", "sequence", "tag", "timestamp", "type"]
     class ScdContentEntry(_message.Message):
@@ -94,7 +116,7 @@ class InclusionProof(_message.Message):
     def __init__(self, leaf_index: _Optional[int] = ..., tree_size: _Optional[int] = ..., hashes: _Optional[_Iterable[bytes]] = ...) -> None: ...
 
 class RequestContextRequest(_message.Message):
-    __slots__ = ["api_key", "chain_id", "params", "parent_request_id", "task_type"]
+    __slots__ = ["api_key", "at_least_revision", "chain_id", "explain", "params", "parent_request_id", "task_type"]
     class ParamsEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -103,19 +125,23 @@ class RequestContextRequest(_message.Message):
         value: str
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     API_KEY_FIELD_NUMBER: _ClassVar[int]
+    AT_LEAST_REVISION_FIELD_NUMBER: _ClassVar[int]
     CHAIN_ID_FIELD_NUMBER: _ClassVar[int]
+    EXPLAIN_FIELD_NUMBER: _ClassVar[int]
     PARAMS_FIELD_NUMBER: _ClassVar[int]
     PARENT_REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     TASK_TYPE_FIELD_NUMBER: _ClassVar[int]
     api_key: str
+    at_least_revision: int
     chain_id: str
+    explain: bool
     params: _containers.ScalarMap[str, str]
     parent_request_id: str
     task_type: str
-    def __init__(self, api_key: _Optional[str] = ..., task_type: _Optional[str] = ..., params: _Optional[_Mapping[str, str]] = ..., chain_id: _Optional[str] = ..., parent_request_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, api_key: _Optional[str] = ..., task_type: _Optional[str] = ..., params: _Optional[_Mapping[str, str]] = ..., chain_id: _Optional[str] = ..., parent_request_id: _Optional[str] = ..., explain: bool = ..., at_least_revision: _Optional[int] = ...) -> None: ...
 
 class RequestContextResponse(_message.Message):
-    __slots__ = ["agent_id", "audit_leaf_index", "context_bundle_ids", "error_code", "error_message", "processing_time_ms", "request_id", "role_id", "scd_content", "scd_ids", "success", "task_type", "timestamp"]
+    __slots__ = ["agent_id", "audit_leaf_index", "content_revision", "context_bundle_ids", "error_code", "error_message", "explanation", "processing_time_ms", "request_id", "role_id", "scd_content", "scd_ids", "success", "task_type", "timestamp"]
     class ScdContentEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -125,9 +151,11 @@ class RequestContextResponse(_message.Message):
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     AUDIT_LEAF_INDEX_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_REVISION_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_BUNDLE_IDS_FIELD_NUMBER: _ClassVar[int]
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    EXPLANATION_FIELD_NUMBER: _ClassVar[int]
     PROCESSING_TIME_MS_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     ROLE_ID_FIELD_NUMBER: _ClassVar[int]
@@ -138,9 +166,11 @@ class RequestContextResponse(_message.Message):
     TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
     agent_id: str
     audit_leaf_index: int
+    content_revision: int
     context_bundle_ids: _containers.RepeatedScalarFieldContainer[str]
     error_code: str
     error_message: str
+    explanation: ContextExplanation
     processing_time_ms: int
     request_id: str
     role_id: str
@@ -149,7 +179,43 @@ class RequestContextResponse(_message.Message):
     success: bool
     task_type: str
     timestamp: int
-    def __init__(self, success: bool = ..., request_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., role_id: _Optional[str] = ..., task_type: _Optional[str] = ..., scd_ids: _Optional[_Iterable[str]] = ..., scd_content: _Optional[_Mapping[str, str]] = ..., timestamp: _Optional[int] = ..., processing_time_ms: _Optional[int] = ..., error_code: _Optional[str] = ..., error_message: _Optional[str] = ..., context_bundle_ids: _Optional[_Iterable[str]] = ..., audit_leaf_index: _Optional[int] = ...) -> None: ...
+    def __init__(self, success: bool = ..., request_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., role_id: _Optional[str] = ..., task_type: _Optional[str] = ..., scd_ids: _Optional[_Iterable[str]] = ..., scd_content: _Optional[_Mapping[str, str]] = ..., timestamp: _Optional[int] = ..., processing_time_ms: _Optional[int] = ..., error_code: _Optional[str] = ..., error_message: _Optional[str] = ..., context_bundle_ids: _Optional[_Iterable[str]] = ..., audit_leaf_index: _Optional[int] = ..., content_revision: _Optional[int] = ..., explanation: _Optional[_Union[ContextExplanation, _Mapping]] = ...) -> None: ...
+
+class ScdExclusion(_message.Message):
+    __slots__ = ["bundle_id", "bundle_version", "import_path", "override", "reason", "referenced_by", "roles"]
+    BUNDLE_ID_FIELD_NUMBER: _ClassVar[int]
+    BUNDLE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    IMPORT_PATH_FIELD_NUMBER: _ClassVar[int]
+    OVERRIDE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    REFERENCED_BY_FIELD_NUMBER: _ClassVar[int]
+    ROLES_FIELD_NUMBER: _ClassVar[int]
+    bundle_id: str
+    bundle_version: str
+    import_path: _containers.RepeatedScalarFieldContainer[str]
+    override: bool
+    reason: str
+    referenced_by: _containers.RepeatedScalarFieldContainer[str]
+    roles: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, reason: _Optional[str] = ..., roles: _Optional[_Iterable[str]] = ..., referenced_by: _Optional[_Iterable[str]] = ..., override: bool = ..., bundle_id: _Optional[str] = ..., bundle_version: _Optional[str] = ..., import_path: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ScdSelection(_message.Message):
+    __slots__ = ["bundle_id", "bundle_version", "governs", "import_path", "override", "reason", "role_id"]
+    BUNDLE_ID_FIELD_NUMBER: _ClassVar[int]
+    BUNDLE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    GOVERNS_FIELD_NUMBER: _ClassVar[int]
+    IMPORT_PATH_FIELD_NUMBER: _ClassVar[int]
+    OVERRIDE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    ROLE_ID_FIELD_NUMBER: _ClassVar[int]
+    bundle_id: str
+    bundle_version: str
+    governs: _containers.RepeatedScalarFieldContainer[str]
+    import_path: _containers.RepeatedScalarFieldContainer[str]
+    override: bool
+    reason: str
+    role_id: str
+    def __init__(self, reason: _Optional[str] = ..., role_id: _Optional[str] = ..., governs: _Optional[_Iterable[str]] = ..., bundle_id: _Optional[str] = ..., bundle_version: _Optional[str] = ..., import_path: _Optional[_Iterable[str]] = ..., override: bool = ...) -> None: ...
 
 class SubscribeRequest(_message.Message):
     __slots__ = ["agent_id", "auth_token", "tag"]

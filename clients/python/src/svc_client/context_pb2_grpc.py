@@ -41,7 +41,11 @@ class ContextServiceServicer(object):
         are answered in-band with `success = false`, `error_code` and
         `error_message`; a transport error status is used only when the request
         cannot be processed at all (for example the audit store is unavailable:
-        UNAVAILABLE or INTERNAL).
+        UNAVAILABLE or INTERNAL), and for `at_least_revision` not reached within 2
+        seconds: ABORTED (HTTP 409 in the Connect protocol), after its audit record was
+        written (`validation_errors.error_code` REVISION_NOT_REACHED), with the message
+        naming both revisions and the trailers `svc-content-revision` (reached) and
+        `svc-request-id` (the audit record). Retry later or on another process.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -74,6 +74,8 @@ class ContextRequest(TypedDict):
     params: NotRequired[dict[str, str]]
     chain_id: NotRequired[str | None]
     parent_request_id: NotRequired[str | None]
+    explain: NotRequired[bool]
+    at_least_revision: NotRequired[int]
 
 
 class ContextResponse(TypedDict):
@@ -88,6 +90,50 @@ class ContextResponse(TypedDict):
     timestamp: int
     processing_time_ms: int
     context_bundle_ids: list[PinnedBundleRef]
+    content_revision: ContentRevision
+    explanation: NotRequired[ContextExplanation]
+
+
+class ContextRevisionDetails(TypedDict):
+    """`details` of the context API's 409."""
+    content_revision: int
+    at_least_revision: int
+    request_id: str
+    audit_leaf_index: int
+
+
+class ContextExplanation(TypedDict):
+    """
+    Why the answer holds what it holds (`explain: true`). `selected` has one entry per
+    id of `scd_ids`; `excluded` one per SCD left out that the deployments hold or name
+    (`restriction`: an agent restriction removed it, and a restriction wins over an
+    override; `other_role`: deployed, but it applies only to other roles and governs no
+    SCD of this role; `not_imported`: held by another stored version of a deployed
+    bundle, or named by a deployed SCD's relationship, or named by an agent override,
+    but no bundle in the active deployments' import graphs contains it).
+    """
+    selected: dict[str, ScdSelection]
+    excluded: dict[str, ScdExclusion]
+
+
+class ScdSelection(TypedDict):
+    reason: Literal['role', 'all_roles', 'governs', 'override']
+    role_id: NotRequired[RoleId]
+    governs: NotRequired[list[ScdId]]
+    bundle_id: BundleId
+    bundle_version: str
+    import_path: list[PinnedBundleRef]
+    override: bool
+
+
+class ScdExclusion(TypedDict):
+    reason: Literal['restriction', 'other_role', 'not_imported']
+    roles: NotRequired[list[RoleId]]
+    referenced_by: NotRequired[list[ScdId]]
+    override: NotRequired[bool]
+    bundle_id: NotRequired[BundleId]
+    bundle_version: NotRequired[str]
+    import_path: NotRequired[list[PinnedBundleRef]]
 
 
 class SubscribeTokenRequest(TypedDict):
@@ -380,6 +426,7 @@ class BundleCreated(TypedDict):
     status: Literal['published', 'draft']
     validation_status: BundleValidationStatus
     validation_errors: list[ValidationIssue] | None
+    content_revision: NotRequired[ContentRevision]
 
 
 class BundleSummary(TypedDict):
@@ -449,6 +496,7 @@ class TagSummary(TypedDict):
 class Tag(TagSummary):
     resolved_bundle_ids: list[PinnedBundleRef]
     context_yaml: str
+    content_revision: NotRequired[ContentRevision]
 
 
 class TagList(TypedDict):
@@ -475,6 +523,7 @@ class Deployment(TypedDict):
     status: DeploymentStatus
     superseded_by: str | None
     created_at: str
+    content_revision: NotRequired[ContentRevision]
 
 
 class DeploymentList(TypedDict):
@@ -644,6 +693,7 @@ ChainId: TypeAlias = str
 RequestId: TypeAlias = str
 RevokedBy: TypeAlias = str
 Sha256Hex: TypeAlias = str
+ContentRevision: TypeAlias = int
 OwnerId: TypeAlias = str
 AcceptanceToken: TypeAlias = str
 OwnershipTransferStatus: TypeAlias = Literal['pending', 'accepted', 'rejected', 'cancelled', 'expired', 'force_assigned']

@@ -201,7 +201,7 @@ export interface paths {
          *        deterministic (ascending SCD id).
          *     5. Write the audit record and return.
          *
-         *     Every request answered 200, 400, 401, 403 or 413 writes exactly one audit record
+         *     Every request answered 200, 400, 401, 403, 409 or 413 writes exactly one audit record
          *     (`intent_valid` false and `validation_errors` `{error_code, error_message, errors?}`
          *     set when rejected; `agent_id` null when no agent was identified; `task_type` is the
          *     submitted string, at most its first 1,024 characters, or the empty string when it is
@@ -224,6 +224,27 @@ export interface paths {
          *
          *     A 413 and a 500 also use the `ContextError` body (`VALIDATION_ERROR` and
          *     `INTERNAL_ERROR` respectively).
+         *
+         *     **Consistency token.** Every 200 carries `content_revision`: the content version
+         *     (a counter bumped in the same transaction as every publish, deactivation, tag move
+         *     and deployment) of the materialization the SCDs were selected from. Writes answer
+         *     the revision they produced (`content_revision` on `POST /api/bundles`,
+         *     `POST /api/deploy`, `POST /api/tags` and `PUT /api/tags/{tag}`). A request with
+         *     `at_least_revision` above the revision this process has waits, after the key and
+         *     intent checks, up to 2 seconds for it (woken by the broker channel
+         *     `svc:content-changes`; the counter is re-read at once, after each wake-up, every
+         *     250 ms and at the end) and is then answered
+         *     with the revision reached, or refused with 409 and the general error body
+         *     (`error` `conflict`, `details` `{content_revision, at_least_revision, request_id,
+         *     audit_leaf_index}`). The 409 is audited like every other refusal: one record with
+         *     `intent_valid` true and `validation_errors` `{error_code: REVISION_NOT_REACHED,
+         *     error_message, content_revision, at_least_revision}`. A negative or non-integer
+         *     `at_least_revision` is a 400 `VALIDATION_ERROR`.
+         *
+         *     **Explained answers.** With `explain: true` the answer adds `explanation`
+         *     (`ContextExplanation`): for every selected SCD why it was selected, and for the SCDs
+         *     left out why. Off by default; neither `explain` nor `at_least_revision` is stored
+         *     in the audit record (`request_params` holds `params` only, as before).
          */
         post: operations["requestContext"];
         delete?: never;
@@ -1619,6 +1640,16 @@ export interface components {
             };
             chain_id?: string | null;
             parent_request_id?: string | null;
+            /**
+             * @description Add `explanation` to the answer (why each SCD was selected or left out).
+             * @default false
+             */
+            explain?: boolean;
+            /**
+             * @description Answer from content no older than this `content_revision` (for example the one a
+             *     deployment answered): wait up to 2 seconds for it, else 409.
+             */
+            at_least_revision?: number;
         };
         ContextResponse: {
             /** @enum {boolean} */
@@ -1650,6 +1681,89 @@ export interface components {
             processing_time_ms: number;
             /** @description Bundle versions the selected SCDs came from, `bundle:<name>:<version>`. */
             context_bundle_ids: components["schemas"]["PinnedBundleRef"][];
+            content_revision: components["schemas"]["ContentRevision"];
+            explanation?: components["schemas"]["ContextExplanation"];
+        };
+        /**
+         * Format: int64
+         * @description The content version: a counter bumped in the same transaction as every publish,
+         *     bundle deactivation, tag move and deployment. On a context answer, the version the
+         *     SCDs were selected from; on a write's answer, the version the write produced (pass
+         *     it as `at_least_revision` to read your own write from any process).
+         */
+        ContentRevision: number;
+        /** @description `details` of the context API's 409. */
+        ContextRevisionDetails: {
+            /**
+             * Format: int64
+             * @description The newest revision the answering process reached.
+             */
+            content_revision: number;
+            /** Format: int64 */
+            at_least_revision: number;
+            /**
+             * Format: uuid
+             * @description Id of the audit record written for this refusal.
+             */
+            request_id: string;
+            /** Format: int64 */
+            audit_leaf_index: number;
+        };
+        /**
+         * @description Why the answer holds what it holds (`explain: true`). `selected` has one entry per
+         *     id of `scd_ids`; `excluded` one per SCD left out that the deployments hold or name
+         *     (`restriction`: an agent restriction removed it, and a restriction wins over an
+         *     override; `other_role`: deployed, but it applies only to other roles and governs no
+         *     SCD of this role; `not_imported`: held by another stored version of a deployed
+         *     bundle, or named by a deployed SCD's relationship, or named by an agent override,
+         *     but no bundle in the active deployments' import graphs contains it).
+         */
+        ContextExplanation: {
+            selected: {
+                [key: string]: components["schemas"]["ScdSelection"];
+            };
+            excluded: {
+                [key: string]: components["schemas"]["ScdExclusion"];
+            };
+        };
+        ScdSelection: {
+            /**
+             * @description `role`: it applies to the agent's role (`role_id`); `all_roles`: it has no
+             *     `applies_to`, so it applies to every role; `governs`: it governs (GOVERNED_BY,
+             *     transitively) SCDs of the role, listed in `governs`; `override`: only an agent
+             *     override brought it.
+             * @enum {string}
+             */
+            reason: "role" | "all_roles" | "governs" | "override";
+            role_id?: components["schemas"]["RoleId"];
+            /** @description For `governs`, the SCDs of the role's selection (before restrictions) that it governs directly. */
+            governs?: components["schemas"]["ScdId"][];
+            bundle_id: components["schemas"]["BundleId"];
+            /** @description The version whose stored snapshot of the SCD was served. */
+            bundle_version: string;
+            /**
+             * @description The bundles from a deployment's project bundle to `bundle_id`, each
+             *     `bundle:<name>:<version>` (one element when the project bundle holds it; empty
+             *     when an override took it from a version outside the deployments).
+             */
+            import_path: components["schemas"]["PinnedBundleRef"][];
+            /** @description An agent override names it (it may also be selected otherwise). */
+            override: boolean;
+        };
+        ScdExclusion: {
+            /** @enum {string} */
+            reason: "restriction" | "other_role" | "not_imported";
+            /** @description For `other_role`, the roles it applies to. */
+            roles?: components["schemas"]["RoleId"][];
+            /** @description For `not_imported`, the deployed SCDs whose relationships name it. */
+            referenced_by?: components["schemas"]["ScdId"][];
+            /** @description An agent override names it (`restriction`, `not_imported`). */
+            override?: boolean;
+            bundle_id?: components["schemas"]["BundleId"];
+            /** @description Where it is held (deployed for `restriction`/`other_role`; the newest stored version for `not_imported`); absent when stored nowhere. */
+            bundle_version?: string;
+            /** @description For a deployed SCD, as in `ScdSelection`. */
+            import_path?: components["schemas"]["PinnedBundleRef"][];
         };
         SubscribeTokenRequest: {
             /** @default 900 */
@@ -2041,6 +2155,7 @@ export interface components {
             validation_status: components["schemas"]["BundleValidationStatus"];
             /** @description Strict-conformance findings; null when there are none. */
             validation_errors: components["schemas"]["ValidationIssue"][] | null;
+            content_revision?: components["schemas"]["ContentRevision"];
         };
         BundleSummary: {
             id: components["schemas"]["BundleId"];
@@ -2125,6 +2240,8 @@ export interface components {
              *     SNAPSHOT carries): tag, bundle ids and every SCD of the resolved bundles.
              */
             context_yaml: string;
+            /** @description Present on the answer of `POST /api/tags` and `PUT /api/tags/{tag}`, the revision the write produced. */
+            content_revision?: components["schemas"]["ContentRevision"];
         };
         TagList: {
             tags: components["schemas"]["TagSummary"][];
@@ -2160,6 +2277,8 @@ export interface components {
             superseded_by: string | null;
             /** Format: date-time */
             created_at: string;
+            /** @description Present on the answer of `POST /api/deploy`, the revision the deployment produced. */
+            content_revision?: components["schemas"]["ContentRevision"];
         };
         DeploymentList: {
             deployments: components["schemas"]["Deployment"][];
@@ -2613,6 +2732,18 @@ export interface components {
                 "application/json": components["schemas"]["ContextError"];
             };
         };
+        /**
+         * @description `at_least_revision` was not reached within 2 seconds (`conflict`, general error
+         *     body). `details`: `ContextRevisionDetails`. Retry later, or ask another process.
+         */
+        ContextRevisionNotReached: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
     };
     parameters: {
         /** @description Page size. */
@@ -2853,6 +2984,7 @@ export interface operations {
             400: components["responses"]["ContextBadRequest"];
             401: components["responses"]["ContextUnauthorized"];
             403: components["responses"]["ContextForbidden"];
+            409: components["responses"]["ContextRevisionNotReached"];
             413: components["responses"]["ContextPayloadTooLarge"];
             415: components["responses"]["ContextUnsupportedMediaType"];
             500: components["responses"]["ContextInternalError"];

@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file context.proto.
  */
 export const file_context: GenFile = /*@__PURE__*/
-  fileDesc("Cg1jb250ZXh0LnByb3RvEg5zdmMuY29udGV4dC52MSLaAQoVUmVxdWVzdENvbnRleHRSZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkSEQoJdGFza190eXBlGAIgASgJEkEKBnBhcmFtcxgDIAMoCzIxLnN2Yy5jb250ZXh0LnYxLlJlcXVlc3RDb250ZXh0UmVxdWVzdC5QYXJhbXNFbnRyeRIQCghjaGFpbl9pZBgEIAEoCRIZChFwYXJlbnRfcmVxdWVzdF9pZBgFIAEoCRotCgtQYXJhbXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIq4DChZSZXF1ZXN0Q29udGV4dFJlc3BvbnNlEg8KB3N1Y2Nlc3MYASABKAgSEgoKcmVxdWVzdF9pZBgCIAEoCRIQCghhZ2VudF9pZBgDIAEoCRIPCgdyb2xlX2lkGAQgASgJEhEKCXRhc2tfdHlwZRgFIAEoCRIPCgdzY2RfaWRzGAYgAygJEksKC3NjZF9jb250ZW50GAcgAygLMjYuc3ZjLmNvbnRleHQudjEuUmVxdWVzdENvbnRleHRSZXNwb25zZS5TY2RDb250ZW50RW50cnkSEQoJdGltZXN0YW1wGAggASgDEhoKEnByb2Nlc3NpbmdfdGltZV9tcxgJIAEoBRISCgplcnJvcl9jb2RlGAogASgJEhUKDWVycm9yX21lc3NhZ2UYCyABKAkSGgoSY29udGV4dF9idW5kbGVfaWRzGAwgAygJEh0KEGF1ZGl0X2xlYWZfaW5kZXgYDSABKANIAIgBARoxCg9TY2RDb250ZW50RW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUITChFfYXVkaXRfbGVhZl9pbmRleCJFChBTdWJzY3JpYmVSZXF1ZXN0EgsKA3RhZxgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRISCgphdXRoX3Rva2VuGAMgASgJItsCCg5Db250ZXh0TWVzc2FnZRIwCgR0eXBlGAEgASgOMiIuc3ZjLmNvbnRleHQudjEuQ29udGV4dE1lc3NhZ2VUeXBlEgsKA3RhZxgCIAEoCRIRCglidW5kbGVfaWQYAyABKAkSFgoOYnVuZGxlX3ZlcnNpb24YBCABKAkSGwoTcmVzb2x2ZWRfYnVuZGxlX2lkcxgFIAMoCRIUCgxjb250ZXh0X3lhbWwYBiABKAkSDwoHc2NkX2lkcxgHIAMoCRJDCgtzY2RfY29udGVudBgIIAMoCzIuLnN2Yy5jb250ZXh0LnYxLkNvbnRleHRNZXNzYWdlLlNjZENvbnRlbnRFbnRyeRIQCghzZXF1ZW5jZRgJIAEoAxIRCgl0aW1lc3RhbXAYCiABKAMaMQoPU2NkQ29udGVudEVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiFgoUR2V0Q2hlY2twb2ludFJlcXVlc3QiWwoVR2V0Q2hlY2twb2ludFJlc3BvbnNlEgwKBG5vdGUYASABKAkSDgoGb3JpZ2luGAIgASgJEhEKCXRyZWVfc2l6ZRgDIAEoBBIRCglyb290X2hhc2gYBCABKAwidAoYR2V0SW5jbHVzaW9uUHJvb2ZSZXF1ZXN0EhQKCmxlYWZfaW5kZXgYASABKARIABIUCgpyZXF1ZXN0X2lkGAIgASgJSAASFgoJdHJlZV9zaXplGAMgASgESAGIAQFCBgoEbGVhZkIMCgpfdHJlZV9zaXplIkcKDkluY2x1c2lvblByb29mEhIKCmxlYWZfaW5kZXgYASABKAQSEQoJdHJlZV9zaXplGAIgASgEEg4KBmhhc2hlcxgDIAMoDCJCChpHZXRDb25zaXN0ZW5jeVByb29mUmVxdWVzdBIMCgRmcm9tGAEgASgEEg8KAnRvGAIgASgESACIAQFCBQoDX3RvIjwKEENvbnNpc3RlbmN5UHJvb2YSDAoEZnJvbRgBIAEoBBIKCgJ0bxgCIAEoBBIOCgZoYXNoZXMYAyADKAwqogEKEkNvbnRleHRNZXNzYWdlVHlwZRIkCiBDT05URVhUX01FU1NBR0VfVFlQRV9VTlNQRUNJRklFRBAAEiEKHUNPTlRFWFRfTUVTU0FHRV9UWVBFX1NOQVBTSE9UEAESHwobQ09OVEVYVF9NRVNTQUdFX1RZUEVfVVBEQVRFEAISIgoeQ09OVEVYVF9NRVNTQUdFX1RZUEVfSEVBUlRCRUFUEAMywgEKDkNvbnRleHRTZXJ2aWNlEl8KDlJlcXVlc3RDb250ZXh0EiUuc3ZjLmNvbnRleHQudjEuUmVxdWVzdENvbnRleHRSZXF1ZXN0GiYuc3ZjLmNvbnRleHQudjEuUmVxdWVzdENvbnRleHRSZXNwb25zZRJPCglTdWJzY3JpYmUSIC5zdmMuY29udGV4dC52MS5TdWJzY3JpYmVSZXF1ZXN0Gh4uc3ZjLmNvbnRleHQudjEuQ29udGV4dE1lc3NhZ2UwATK6AgoWVHJhbnNwYXJlbmN5TG9nU2VydmljZRJcCg1HZXRDaGVja3BvaW50EiQuc3ZjLmNvbnRleHQudjEuR2V0Q2hlY2twb2ludFJlcXVlc3QaJS5zdmMuY29udGV4dC52MS5HZXRDaGVja3BvaW50UmVzcG9uc2USXQoRR2V0SW5jbHVzaW9uUHJvb2YSKC5zdmMuY29udGV4dC52MS5HZXRJbmNsdXNpb25Qcm9vZlJlcXVlc3QaHi5zdmMuY29udGV4dC52MS5JbmNsdXNpb25Qcm9vZhJjChNHZXRDb25zaXN0ZW5jeVByb29mEiouc3ZjLmNvbnRleHQudjEuR2V0Q29uc2lzdGVuY3lQcm9vZlJlcXVlc3QaIC5zdmMuY29udGV4dC52MS5Db25zaXN0ZW5jeVByb29mYgZwcm90bzM");
+  fileDesc("Cg1jb250ZXh0LnByb3RvEg5zdmMuY29udGV4dC52MSKhAgoVUmVxdWVzdENvbnRleHRSZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkSEQoJdGFza190eXBlGAIgASgJEkEKBnBhcmFtcxgDIAMoCzIxLnN2Yy5jb250ZXh0LnYxLlJlcXVlc3RDb250ZXh0UmVxdWVzdC5QYXJhbXNFbnRyeRIQCghjaGFpbl9pZBgEIAEoCRIZChFwYXJlbnRfcmVxdWVzdF9pZBgFIAEoCRIPCgdleHBsYWluGAYgASgIEh4KEWF0X2xlYXN0X3JldmlzaW9uGAcgASgDSACIAQEaLQoLUGFyYW1zRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIUChJfYXRfbGVhc3RfcmV2aXNpb24igQQKFlJlcXVlc3RDb250ZXh0UmVzcG9uc2USDwoHc3VjY2VzcxgBIAEoCBISCgpyZXF1ZXN0X2lkGAIgASgJEhAKCGFnZW50X2lkGAMgASgJEg8KB3JvbGVfaWQYBCABKAkSEQoJdGFza190eXBlGAUgASgJEg8KB3NjZF9pZHMYBiADKAkSSwoLc2NkX2NvbnRlbnQYByADKAsyNi5zdmMuY29udGV4dC52MS5SZXF1ZXN0Q29udGV4dFJlc3BvbnNlLlNjZENvbnRlbnRFbnRyeRIRCgl0aW1lc3RhbXAYCCABKAMSGgoScHJvY2Vzc2luZ190aW1lX21zGAkgASgFEhIKCmVycm9yX2NvZGUYCiABKAkSFQoNZXJyb3JfbWVzc2FnZRgLIAEoCRIaChJjb250ZXh0X2J1bmRsZV9pZHMYDCADKAkSHQoQYXVkaXRfbGVhZl9pbmRleBgNIAEoA0gAiAEBEhgKEGNvbnRlbnRfcmV2aXNpb24YDiABKAMSNwoLZXhwbGFuYXRpb24YDyABKAsyIi5zdmMuY29udGV4dC52MS5Db250ZXh0RXhwbGFuYXRpb24aMQoPU2NkQ29udGVudEVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCEwoRX2F1ZGl0X2xlYWZfaW5kZXgiugIKEkNvbnRleHRFeHBsYW5hdGlvbhJCCghzZWxlY3RlZBgBIAMoCzIwLnN2Yy5jb250ZXh0LnYxLkNvbnRleHRFeHBsYW5hdGlvbi5TZWxlY3RlZEVudHJ5EkIKCGV4Y2x1ZGVkGAIgAygLMjAuc3ZjLmNvbnRleHQudjEuQ29udGV4dEV4cGxhbmF0aW9uLkV4Y2x1ZGVkRW50cnkaTQoNU2VsZWN0ZWRFbnRyeRILCgNrZXkYASABKAkSKwoFdmFsdWUYAiABKAsyHC5zdmMuY29udGV4dC52MS5TY2RTZWxlY3Rpb246AjgBGk0KDUV4Y2x1ZGVkRW50cnkSCwoDa2V5GAEgASgJEisKBXZhbHVlGAIgASgLMhwuc3ZjLmNvbnRleHQudjEuU2NkRXhjbHVzaW9uOgI4ASKSAQoMU2NkU2VsZWN0aW9uEg4KBnJlYXNvbhgBIAEoCRIPCgdyb2xlX2lkGAIgASgJEg8KB2dvdmVybnMYAyADKAkSEQoJYnVuZGxlX2lkGAQgASgJEhYKDmJ1bmRsZV92ZXJzaW9uGAUgASgJEhMKC2ltcG9ydF9wYXRoGAYgAygJEhAKCG92ZXJyaWRlGAcgASgIIpYBCgxTY2RFeGNsdXNpb24SDgoGcmVhc29uGAEgASgJEg0KBXJvbGVzGAIgAygJEhUKDXJlZmVyZW5jZWRfYnkYAyADKAkSEAoIb3ZlcnJpZGUYBCABKAgSEQoJYnVuZGxlX2lkGAUgASgJEhYKDmJ1bmRsZV92ZXJzaW9uGAYgASgJEhMKC2ltcG9ydF9wYXRoGAcgAygJIkUKEFN1YnNjcmliZVJlcXVlc3QSCwoDdGFnGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEhIKCmF1dGhfdG9rZW4YAyABKAki2wIKDkNvbnRleHRNZXNzYWdlEjAKBHR5cGUYASABKA4yIi5zdmMuY29udGV4dC52MS5Db250ZXh0TWVzc2FnZVR5cGUSCwoDdGFnGAIgASgJEhEKCWJ1bmRsZV9pZBgDIAEoCRIWCg5idW5kbGVfdmVyc2lvbhgEIAEoCRIbChNyZXNvbHZlZF9idW5kbGVfaWRzGAUgAygJEhQKDGNvbnRleHRfeWFtbBgGIAEoCRIPCgdzY2RfaWRzGAcgAygJEkMKC3NjZF9jb250ZW50GAggAygLMi4uc3ZjLmNvbnRleHQudjEuQ29udGV4dE1lc3NhZ2UuU2NkQ29udGVudEVudHJ5EhAKCHNlcXVlbmNlGAkgASgDEhEKCXRpbWVzdGFtcBgKIAEoAxoxCg9TY2RDb250ZW50RW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASIWChRHZXRDaGVja3BvaW50UmVxdWVzdCJbChVHZXRDaGVja3BvaW50UmVzcG9uc2USDAoEbm90ZRgBIAEoCRIOCgZvcmlnaW4YAiABKAkSEQoJdHJlZV9zaXplGAMgASgEEhEKCXJvb3RfaGFzaBgEIAEoDCJ0ChhHZXRJbmNsdXNpb25Qcm9vZlJlcXVlc3QSFAoKbGVhZl9pbmRleBgBIAEoBEgAEhQKCnJlcXVlc3RfaWQYAiABKAlIABIWCgl0cmVlX3NpemUYAyABKARIAYgBAUIGCgRsZWFmQgwKCl90cmVlX3NpemUiRwoOSW5jbHVzaW9uUHJvb2YSEgoKbGVhZl9pbmRleBgBIAEoBBIRCgl0cmVlX3NpemUYAiABKAQSDgoGaGFzaGVzGAMgAygMIkIKGkdldENvbnNpc3RlbmN5UHJvb2ZSZXF1ZXN0EgwKBGZyb20YASABKAQSDwoCdG8YAiABKARIAIgBAUIFCgNfdG8iPAoQQ29uc2lzdGVuY3lQcm9vZhIMCgRmcm9tGAEgASgEEgoKAnRvGAIgASgEEg4KBmhhc2hlcxgDIAMoDCqiAQoSQ29udGV4dE1lc3NhZ2VUeXBlEiQKIENPTlRFWFRfTUVTU0FHRV9UWVBFX1VOU1BFQ0lGSUVEEAASIQodQ09OVEVYVF9NRVNTQUdFX1RZUEVfU05BUFNIT1QQARIfChtDT05URVhUX01FU1NBR0VfVFlQRV9VUERBVEUQAhIiCh5DT05URVhUX01FU1NBR0VfVFlQRV9IRUFSVEJFQVQQAzLCAQoOQ29udGV4dFNlcnZpY2USXwoOUmVxdWVzdENvbnRleHQSJS5zdmMuY29udGV4dC52MS5SZXF1ZXN0Q29udGV4dFJlcXVlc3QaJi5zdmMuY29udGV4dC52MS5SZXF1ZXN0Q29udGV4dFJlc3BvbnNlEk8KCVN1YnNjcmliZRIgLnN2Yy5jb250ZXh0LnYxLlN1YnNjcmliZVJlcXVlc3QaHi5zdmMuY29udGV4dC52MS5Db250ZXh0TWVzc2FnZTABMroCChZUcmFuc3BhcmVuY3lMb2dTZXJ2aWNlElwKDUdldENoZWNrcG9pbnQSJC5zdmMuY29udGV4dC52MS5HZXRDaGVja3BvaW50UmVxdWVzdBolLnN2Yy5jb250ZXh0LnYxLkdldENoZWNrcG9pbnRSZXNwb25zZRJdChFHZXRJbmNsdXNpb25Qcm9vZhIoLnN2Yy5jb250ZXh0LnYxLkdldEluY2x1c2lvblByb29mUmVxdWVzdBoeLnN2Yy5jb250ZXh0LnYxLkluY2x1c2lvblByb29mEmMKE0dldENvbnNpc3RlbmN5UHJvb2YSKi5zdmMuY29udGV4dC52MS5HZXRDb25zaXN0ZW5jeVByb29mUmVxdWVzdBogLnN2Yy5jb250ZXh0LnYxLkNvbnNpc3RlbmN5UHJvb2ZiBnByb3RvMw");
 
 /**
  * RequestContextRequest asks for the context of one task.
@@ -59,6 +59,22 @@ export type RequestContextRequest = Message<"svc.context.v1.RequestContextReques
    * @generated from field: string parent_request_id = 5;
    */
   parentRequestId: string;
+
+  /**
+   * Add `explanation` to the answer: why each SCD was selected or left out.
+   *
+   * @generated from field: bool explain = 6;
+   */
+  explain: boolean;
+
+  /**
+   * Answer from content no older than this content_revision (for example the one a
+   * deployment answered): wait up to 2 seconds for it, else ABORTED. Negative or
+   * above 2^53-1 is VALIDATION_ERROR.
+   *
+   * @generated from field: optional int64 at_least_revision = 7;
+   */
+  atLeastRevision?: bigint | undefined;
 };
 
 /**
@@ -164,6 +180,23 @@ export type RequestContextResponse = Message<"svc.context.v1.RequestContextRespo
    * @generated from field: optional int64 audit_leaf_index = 13;
    */
   auditLeafIndex?: bigint | undefined;
+
+  /**
+   * On success: the content version the SCDs were selected from (REST
+   * `content_revision`); a counter bumped by every publish, bundle deactivation, tag
+   * move and deployment.
+   *
+   * @generated from field: int64 content_revision = 14;
+   */
+  contentRevision: bigint;
+
+  /**
+   * On success with `explain`: why each SCD was selected or left out (REST
+   * `ContextExplanation`, the same information).
+   *
+   * @generated from field: svc.context.v1.ContextExplanation explanation = 15;
+   */
+  explanation?: ContextExplanation | undefined;
 };
 
 /**
@@ -172,6 +205,160 @@ export type RequestContextResponse = Message<"svc.context.v1.RequestContextRespo
  */
 export const RequestContextResponseSchema: GenMessage<RequestContextResponse> = /*@__PURE__*/
   messageDesc(file_context, 1);
+
+/**
+ * ContextExplanation says why an answer holds what it holds.
+ *
+ * @generated from message svc.context.v1.ContextExplanation
+ */
+export type ContextExplanation = Message<"svc.context.v1.ContextExplanation"> & {
+  /**
+   * One entry per id of scd_ids.
+   *
+   * @generated from field: map<string, svc.context.v1.ScdSelection> selected = 1;
+   */
+  selected: { [key: string]: ScdSelection };
+
+  /**
+   * The SCDs left out that the deployments hold or name.
+   *
+   * @generated from field: map<string, svc.context.v1.ScdExclusion> excluded = 2;
+   */
+  excluded: { [key: string]: ScdExclusion };
+};
+
+/**
+ * Describes the message svc.context.v1.ContextExplanation.
+ * Use `create(ContextExplanationSchema)` to create a new message.
+ */
+export const ContextExplanationSchema: GenMessage<ContextExplanation> = /*@__PURE__*/
+  messageDesc(file_context, 2);
+
+/**
+ * ScdSelection says why one SCD was selected.
+ *
+ * @generated from message svc.context.v1.ScdSelection
+ */
+export type ScdSelection = Message<"svc.context.v1.ScdSelection"> & {
+  /**
+   * `role` (it applies to role_id), `all_roles` (no applies_to), `governs` (it governs
+   * the SCDs in governs, transitively), or `override` (only an agent override brought it).
+   *
+   * @generated from field: string reason = 1;
+   */
+  reason: string;
+
+  /**
+   * For `role`: the agent's role.
+   *
+   * @generated from field: string role_id = 2;
+   */
+  roleId: string;
+
+  /**
+   * For `governs`: the SCDs of the role's selection (before restrictions) that it governs directly.
+   *
+   * @generated from field: repeated string governs = 3;
+   */
+  governs: string[];
+
+  /**
+   * The bundle and version whose stored snapshot of the SCD was served.
+   *
+   * @generated from field: string bundle_id = 4;
+   */
+  bundleId: string;
+
+  /**
+   * @generated from field: string bundle_version = 5;
+   */
+  bundleVersion: string;
+
+  /**
+   * From a deployment's project bundle to bundle_id, each `bundle:<name>:<version>`;
+   * empty when an override took it from a version outside the deployments.
+   *
+   * @generated from field: repeated string import_path = 6;
+   */
+  importPath: string[];
+
+  /**
+   * An agent override names it.
+   *
+   * @generated from field: bool override = 7;
+   */
+  override: boolean;
+};
+
+/**
+ * Describes the message svc.context.v1.ScdSelection.
+ * Use `create(ScdSelectionSchema)` to create a new message.
+ */
+export const ScdSelectionSchema: GenMessage<ScdSelection> = /*@__PURE__*/
+  messageDesc(file_context, 3);
+
+/**
+ * ScdExclusion says why one SCD was left out.
+ *
+ * @generated from message svc.context.v1.ScdExclusion
+ */
+export type ScdExclusion = Message<"svc.context.v1.ScdExclusion"> & {
+  /**
+   * `restriction` (an agent restriction removed it; it wins over an override),
+   * `other_role` (it applies only to the roles in roles), or `not_imported` (no bundle
+   * of the active deployments' import graphs contains it).
+   *
+   * @generated from field: string reason = 1;
+   */
+  reason: string;
+
+  /**
+   * For `other_role`: the roles it applies to.
+   *
+   * @generated from field: repeated string roles = 2;
+   */
+  roles: string[];
+
+  /**
+   * For `not_imported`: the deployed SCDs whose relationships name it.
+   *
+   * @generated from field: repeated string referenced_by = 3;
+   */
+  referencedBy: string[];
+
+  /**
+   * An agent override names it.
+   *
+   * @generated from field: bool override = 4;
+   */
+  override: boolean;
+
+  /**
+   * Where it is held (empty when stored nowhere).
+   *
+   * @generated from field: string bundle_id = 5;
+   */
+  bundleId: string;
+
+  /**
+   * @generated from field: string bundle_version = 6;
+   */
+  bundleVersion: string;
+
+  /**
+   * For a deployed SCD, as in ScdSelection.
+   *
+   * @generated from field: repeated string import_path = 7;
+   */
+  importPath: string[];
+};
+
+/**
+ * Describes the message svc.context.v1.ScdExclusion.
+ * Use `create(ScdExclusionSchema)` to create a new message.
+ */
+export const ScdExclusionSchema: GenMessage<ScdExclusion> = /*@__PURE__*/
+  messageDesc(file_context, 4);
 
 /**
  * SubscribeRequest opens a stream on one tag.
@@ -208,7 +395,7 @@ export type SubscribeRequest = Message<"svc.context.v1.SubscribeRequest"> & {
  * Use `create(SubscribeRequestSchema)` to create a new message.
  */
 export const SubscribeRequestSchema: GenMessage<SubscribeRequest> = /*@__PURE__*/
-  messageDesc(file_context, 2);
+  messageDesc(file_context, 5);
 
 /**
  * ContextMessage is one message of a Subscribe stream (decisions.md).
@@ -294,7 +481,7 @@ export type ContextMessage = Message<"svc.context.v1.ContextMessage"> & {
  * Use `create(ContextMessageSchema)` to create a new message.
  */
 export const ContextMessageSchema: GenMessage<ContextMessage> = /*@__PURE__*/
-  messageDesc(file_context, 3);
+  messageDesc(file_context, 6);
 
 /**
  * GetCheckpointRequest asks for the latest checkpoint.
@@ -309,7 +496,7 @@ export type GetCheckpointRequest = Message<"svc.context.v1.GetCheckpointRequest"
  * Use `create(GetCheckpointRequestSchema)` to create a new message.
  */
 export const GetCheckpointRequestSchema: GenMessage<GetCheckpointRequest> = /*@__PURE__*/
-  messageDesc(file_context, 4);
+  messageDesc(file_context, 7);
 
 /**
  * GetCheckpointResponse is the latest checkpoint.
@@ -351,7 +538,7 @@ export type GetCheckpointResponse = Message<"svc.context.v1.GetCheckpointRespons
  * Use `create(GetCheckpointResponseSchema)` to create a new message.
  */
 export const GetCheckpointResponseSchema: GenMessage<GetCheckpointResponse> = /*@__PURE__*/
-  messageDesc(file_context, 5);
+  messageDesc(file_context, 8);
 
 /**
  * GetInclusionProofRequest names a leaf by index or by a context request's id.
@@ -389,7 +576,7 @@ export type GetInclusionProofRequest = Message<"svc.context.v1.GetInclusionProof
  * Use `create(GetInclusionProofRequestSchema)` to create a new message.
  */
 export const GetInclusionProofRequestSchema: GenMessage<GetInclusionProofRequest> = /*@__PURE__*/
-  messageDesc(file_context, 6);
+  messageDesc(file_context, 9);
 
 /**
  * InclusionProof is an RFC 9162 audit path.
@@ -420,7 +607,7 @@ export type InclusionProof = Message<"svc.context.v1.InclusionProof"> & {
  * Use `create(InclusionProofSchema)` to create a new message.
  */
 export const InclusionProofSchema: GenMessage<InclusionProof> = /*@__PURE__*/
-  messageDesc(file_context, 7);
+  messageDesc(file_context, 10);
 
 /**
  * GetConsistencyProofRequest asks for the proof between two tree sizes.
@@ -446,7 +633,7 @@ export type GetConsistencyProofRequest = Message<"svc.context.v1.GetConsistencyP
  * Use `create(GetConsistencyProofRequestSchema)` to create a new message.
  */
 export const GetConsistencyProofRequestSchema: GenMessage<GetConsistencyProofRequest> = /*@__PURE__*/
-  messageDesc(file_context, 8);
+  messageDesc(file_context, 11);
 
 /**
  * ConsistencyProof is an RFC 9162 consistency proof.
@@ -475,7 +662,7 @@ export type ConsistencyProof = Message<"svc.context.v1.ConsistencyProof"> & {
  * Use `create(ConsistencyProofSchema)` to create a new message.
  */
 export const ConsistencyProofSchema: GenMessage<ConsistencyProof> = /*@__PURE__*/
-  messageDesc(file_context, 9);
+  messageDesc(file_context, 12);
 
 /**
  * ContextMessageType tells what a ContextMessage carries.
@@ -533,7 +720,11 @@ export const ContextService: GenService<{
    * are answered in-band with `success = false`, `error_code` and
    * `error_message`; a transport error status is used only when the request
    * cannot be processed at all (for example the audit store is unavailable:
-   * UNAVAILABLE or INTERNAL).
+   * UNAVAILABLE or INTERNAL), and for `at_least_revision` not reached within 2
+   * seconds: ABORTED (HTTP 409 in the Connect protocol), after its audit record was
+   * written (`validation_errors.error_code` REVISION_NOT_REACHED), with the message
+   * naming both revisions and the trailers `svc-content-revision` (reached) and
+   * `svc-request-id` (the audit record). Retry later or on another process.
    *
    * @generated from rpc svc.context.v1.ContextService.RequestContext
    */
