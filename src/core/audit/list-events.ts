@@ -3,6 +3,7 @@ import type { AppContext } from '../../shared/app-context.js';
 import { AppError } from '../../shared/errors.js';
 import type { components } from '../../../gen/openapi/control-plane.js';
 import { EVENT_COLUMNS, toManagementEvent, type EventRow } from './events.js';
+import { toDate } from './read.js';
 
 export type ManagementEventPage = components['schemas']['ManagementEventPage'];
 
@@ -16,12 +17,6 @@ export interface EventQuery {
   /** Opaque to clients: the event_sequence of the last event of the previous page. */
   cursor?: string;
   limit: number;
-}
-
-function toDate(v: string, name: string): Date {
-  const d = new Date(v);
-  if (Number.isNaN(d.getTime())) throw new AppError('validation_error', `${name} is not a valid date-time`, { details: { errors: [{ path: `/query/${name}`, rule: 'format', message: 'must match format "date-time"' }] } });
-  return d;
 }
 
 export async function listManagementEvents(ctx: Pick<AppContext, 'db'>, q: EventQuery): Promise<ManagementEventPage> {

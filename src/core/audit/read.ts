@@ -70,7 +70,8 @@ export interface AuditQuery {
   limit: number;
 }
 
-function toDate(v: string, name: string): Date {
+/** A date-time query parameter, or a 400 naming it. */
+export function toDate(v: string, name: string): Date {
   const d = new Date(v);
   if (Number.isNaN(d.getTime())) throw new AppError('validation_error', `${name} is not a valid date-time`, { details: { errors: [{ path: `/query/${name}`, rule: 'format', message: 'must match format "date-time"' }] } });
   return d;

@@ -1,4 +1,4 @@
-/** Key rows and their listed form (never the hash, never the plaintext). */
+/** Key rows, their listed form (never the hash) and a new key's answer (its plaintext, shown once). */
 import { desc, eq, getTableColumns } from 'drizzle-orm';
 import type { components } from '../../../gen/openapi/control-plane.js';
 import type { Db } from '../db/index.js';
@@ -45,4 +45,19 @@ export function listKeyRows(db: Db, agentId: string): Promise<KeyRow[]> {
     .from(agentApiKeys)
     .where(eq(agentApiKeys.agent_id, agentId))
     .orderBy(desc(agentApiKeys.created_at), desc(agentApiKeys.key_id));
+}
+
+/** A newly issued key's answer (issue and rotation): the plaintext key, shown this once. */
+export function issuedKey(row: KeyRow, apiKey: string): components['schemas']['IssuedApiKey'] {
+  return {
+    key_id: row.key_id,
+    api_key: apiKey,
+    key_prefix: row.key_prefix,
+    agent_id: row.agent_id,
+    name: row.name,
+    scopes: row.scopes,
+    status: 'active',
+    created_at: row.created_at.toISOString(),
+    expires_at: row.expires_at!.toISOString(),
+  };
 }

@@ -13,7 +13,7 @@ import { generateApiKey, generateKeyId, hashKey, keyPrefix } from './key-materia
 import { invalidateKeys } from './key-cache.js';
 import { and, eq } from 'drizzle-orm';
 import { agentApiKeys, agents } from '../db/schema/index.js';
-import { KEY_COLUMNS, listKeyRows, toApiKey, type ApiKey } from './key-store.js';
+import { issuedKey, KEY_COLUMNS, listKeyRows, toApiKey, type ApiKey } from './key-store.js';
 import { recordEvent, type Who } from '../audit/events.js';
 import { keyCreatedEvent, keyEndedEvent } from './key-events.js';
 
@@ -65,17 +65,7 @@ export async function issueApiKey(ctx: AppContext, agentId: string, input: Issue
       .returning(KEY_COLUMNS);
     if (!row) throw new AppError('conflict', `key_id ${keyId} is already in use`);
     await recordEvent(db, who, keyCreatedEvent(row), now);
-    return {
-      key_id: row.key_id,
-      api_key: apiKey,
-      key_prefix: row.key_prefix,
-      agent_id: row.agent_id,
-      name: row.name,
-      scopes: row.scopes,
-      status: 'active',
-      created_at: row.created_at.toISOString(),
-      expires_at: row.expires_at!.toISOString(),
-    };
+    return issuedKey(row, apiKey);
   });
 }
 

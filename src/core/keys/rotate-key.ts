@@ -17,7 +17,7 @@ import { agentApiKeys, agents } from '../db/schema/index.js';
 import { recordEvent, type Who } from '../audit/events.js';
 import { generateApiKey, generateKeyId, hashKey, keyPrefix } from './key-material.js';
 import { invalidateKeys } from './key-cache.js';
-import { KEY_COLUMNS, toApiKey } from './key-store.js';
+import { issuedKey, KEY_COLUMNS, toApiKey } from './key-store.js';
 import { keyCreatedEvent, keyEndedEvent, keyRotatedEvent } from './key-events.js';
 
 export type RotateKeyInput = components['schemas']['ApiKeyRotateRequest'];
@@ -93,17 +93,5 @@ export async function rotateApiKey(ctx: AppContext, agentId: string, keyId: stri
   // The old key's cached entry carries its old expires_at (or predates its revocation).
   await invalidateKeys(ctx, { kind: 'keys', key_ids: [keyId] });
   const { row, graceUntil } = out;
-  return {
-    key_id: row.key_id,
-    api_key: apiKey,
-    key_prefix: row.key_prefix,
-    agent_id: row.agent_id,
-    name: row.name,
-    scopes: row.scopes,
-    status: 'active',
-    created_at: row.created_at.toISOString(),
-    expires_at: row.expires_at!.toISOString(),
-    rotated_from: keyId,
-    grace_until: graceUntil.toISOString(),
-  };
+  return { ...issuedKey(row, apiKey), rotated_from: keyId, grace_until: graceUntil.toISOString() };
 }
