@@ -92,7 +92,7 @@ export function eventFields(o: object): Record<string, unknown> {
 }
 
 /** Writes one event in the caller's transaction (`db` is the handle `ctx.db.tx` gives). */
-export async function recordEvent(db: Db, who: Who, ev: EventInput, now: Date = new Date()): Promise<{ event_id: string; leaf_index: number }> {
+export async function recordEvent(db: Db, who: Who, ev: EventInput, now: Date = new Date()): Promise<{ event_id: string; leaf_index: number; record_hash: string }> {
   const e: EventContent = {
     event_id: randomUUID(),
     event_type: ev.event_type,
@@ -105,8 +105,8 @@ export async function recordEvent(db: Db, who: Who, ev: EventInput, now: Date = 
     // Stored as timestamptz(3): the text hashed is the one read back.
     occurred_at: new Date(Math.floor(now.getTime())).toISOString(),
   };
-  const [row] = await db.query<{ leaf_index: number | string }>(
-    'SELECT leaf_index FROM svc_event_append($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10)',
+  const [row] = await db.query<{ leaf_index: number | string; record_hash: string }>(
+    'SELECT leaf_index, record_hash FROM svc_event_append($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9, $10)',
     [
       e.event_id,
       e.event_type,
@@ -120,7 +120,7 @@ export async function recordEvent(db: Db, who: Who, ev: EventInput, now: Date = 
       eventContent(e),
     ],
   );
-  return { event_id: e.event_id, leaf_index: Number(row!.leaf_index) };
+  return { event_id: e.event_id, leaf_index: Number(row!.leaf_index), record_hash: row!.record_hash };
 }
 
 export const EVENT_COLUMNS = `event_id, event_sequence, event_type, resource_type, resource_id, actor, "before", "after", request_id,

@@ -4,14 +4,12 @@
  * state: 404 (unknown transfer), 403 (token missing or wrong: nothing changes), 409 (not
  * pending, expired, not yet effective, incoming owner deactivated).
  */
-import { and, eq } from 'drizzle-orm';
 import type { AppContext } from '../../shared/app-context.js';
 import { AppError } from '../../shared/errors.js';
 import { getAgentRow } from '../agents/agent-store.js';
-import { agentOwnershipTransfers } from '../db/schema/index.js';
 import { expireDueTransfers } from './expire-transfers.js';
 import { setAgentOwner } from './set-agent-owner.js';
-import { assertToken, getTransferRow, lockActiveOwner, notPending, recordTransferEvent, toTransfer, type OwnershipTransfer, type Who } from './transfer-store.js';
+import { assertToken, getTransferRow, lockActiveOwner, notPending, recordTransferEvent, resolveTransfer, toTransfer, type OwnershipTransfer, type Who } from './transfer-store.js';
 
 export async function acceptTransfer(ctx: AppContext, agentId: string, transferId: string, token: string | null, via: Who): Promise<OwnershipTransfer> {
   await expireDueTransfers(ctx, { agentId });
@@ -31,12 +29,7 @@ export async function acceptTransfer(ctx: AppContext, agentId: string, transferI
         details: { status: t.status, rule: 'not_yet_effective', effective_at: t.effective_at.toISOString() },
       });
     }
-    const [row] = await db.orm
-      .update(agentOwnershipTransfers)
-      .set({ status: 'accepted', resolved_at: now, resolved_by: t.to_owner_id })
-      .where(and(eq(agentOwnershipTransfers.id, t.id), eq(agentOwnershipTransfers.status, 'pending')))
-      .returning();
-    if (!row) throw notPending(await getTransferRow(db, agentId, transferId));
+    const row = await resolveTransfer(db, t, ['pending'], 'accepted', t.to_owner_id, now);
     await setAgentOwner(db, agentId, t.to_owner_id, now);
     // The incoming owner acts (the token proves it); the admin key that carried the call is kept beside.
     const who: Who = { actor: t.to_owner_id, request_id: via.request_id };

@@ -5,28 +5,13 @@
  * org admin already), so that closing a transfer never leaves an agent with a deactivated
  * owner and nothing in flight.
  */
-import { and, eq } from 'drizzle-orm';
 import type { AppContext } from '../../shared/app-context.js';
-import type { Db } from '../db/index.js';
 import { getAgentRow } from '../agents/agent-store.js';
-import { agentOwnershipTransfers } from '../db/schema/index.js';
 import { expireDueTransfers } from './expire-transfers.js';
 import { startFallbackTransfers } from './fallback.js';
-import { assertToken, getTransferRow, notPending, recordTransferEvent, toTransfer, type OwnershipTransfer, type TransferRow, type Who } from './transfer-store.js';
+import { assertToken, getTransferRow, notPending, recordTransferEvent, resolveTransfer, toTransfer, type OwnershipTransfer, type Who } from './transfer-store.js';
 
 type Closed = 'rejected' | 'cancelled';
-
-/** Closes a pending transfer inside the caller's transaction (the agent row locked here). */
-async function closePending(ctx: AppContext, db: Db, t: TransferRow, status: Closed, resolvedBy: string): Promise<TransferRow> {
-  const now = ctx.clock.now();
-  const [row] = await db.orm
-    .update(agentOwnershipTransfers)
-    .set({ status, resolved_at: now, resolved_by: resolvedBy })
-    .where(and(eq(agentOwnershipTransfers.id, t.id), eq(agentOwnershipTransfers.status, 'pending')))
-    .returning();
-  if (!row) throw notPending(await getTransferRow(db, t.agent_id, t.id));
-  return row;
-}
 
 async function close(ctx: AppContext, agentId: string, transferId: string, status: Closed, who: Who, token?: string | null): Promise<OwnershipTransfer> {
   await expireDueTransfers(ctx, { agentId });
@@ -38,7 +23,7 @@ async function close(ctx: AppContext, agentId: string, transferId: string, statu
     if (t.status !== 'pending') throw notPending(t);
     const resolvedBy = status === 'rejected' ? t.to_owner_id : who.actor;
     const actor: Who = status === 'rejected' ? { actor: t.to_owner_id, request_id: who.request_id } : who;
-    const row = await closePending(ctx, db, t, status, resolvedBy);
+    const row = await resolveTransfer(db, t, ['pending'], status, resolvedBy, ctx.clock.now());
     const fallbackOk = t.to_owner_id !== ctx.config.ownership.orgAdminOwnerId;
     // Events last: recordEvent takes the chain lock, held to commit.
     const saved = await recordTransferEvent(ctx, db, actor, row, `ownership.transfer_${status}`, { status: 'pending' }, {

@@ -3,7 +3,7 @@
  * incoming owner's acceptance. A distinct transition (`force_assigned`) and a distinct event
  * (`ownership.force_assigned`), so that it never reads as the owner's consent.
  */
-import { and, eq, inArray, ne } from 'drizzle-orm';
+import { and, eq, ne } from 'drizzle-orm';
 import { randomUUID } from 'node:crypto';
 import type { components } from '../../../gen/openapi/control-plane.js';
 import type { AppContext } from '../../shared/app-context.js';
@@ -13,7 +13,7 @@ import { getAgentRow, type AgentRow } from '../agents/agent-store.js';
 import { agentOwnershipTransfers } from '../db/schema/index.js';
 import { expireDueTransfers } from './expire-transfers.js';
 import { setAgentOwner } from './set-agent-owner.js';
-import { getTransferRow, lockActiveOwner, newAcceptanceToken, notPending, recordTransferEvent, toTransfer, type OwnershipTransfer, type TransferRow, type Who } from './transfer-store.js';
+import { getTransferRow, lockActiveOwner, newAcceptanceToken, notPending, recordTransferEvent, resolveTransfer, toTransfer, windowEnd, type OwnershipTransfer, type TransferRow, type Who } from './transfer-store.js';
 
 export type ForceAssignRequest = components['schemas']['ForceAssignRequest'];
 
@@ -54,12 +54,7 @@ export async function forceAssignTransfer(ctx: AppContext, agentId: string, tran
       });
     }
     await assertNothingElsePending(db, agentId, t.id);
-    const [row] = await db.orm
-      .update(agentOwnershipTransfers)
-      .set({ status: 'force_assigned', resolved_at: now, resolved_by: who.actor })
-      .where(and(eq(agentOwnershipTransfers.id, t.id), inArray(agentOwnershipTransfers.status, ['pending', 'expired'])))
-      .returning();
-    if (!row) throw notPending(await getTransferRow(db, agentId, transferId));
+    const row = await resolveTransfer(db, t, ['pending', 'expired'], 'force_assigned', who.actor, now);
     await setAgentOwner(db, agentId, t.to_owner_id, now);
     return recordForced(ctx, db, who, row, { status: t.status, owner_id: agent.owner_id }, input?.reason ?? null);
   });
@@ -91,7 +86,7 @@ export async function reassignOwner(ctx: AppContext, db: Db, agent: AgentRow, to
       initiated_by: who.actor,
       initiated_at: now,
       effective_at: now,
-      expires_at: new Date(now.getTime() + ctx.config.ownership.transferWindowHours * 3_600_000),
+      expires_at: windowEnd(ctx, now),
       resolved_at: now,
       resolved_by: who.actor,
       // Never shown: a completed transfer cannot be accepted.

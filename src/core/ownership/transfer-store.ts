@@ -10,7 +10,7 @@
  * rows, and the event chain's lock last (recordEvent, which holds it to commit).
  */
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
-import { eq } from 'drizzle-orm';
+import { and, eq, inArray } from 'drizzle-orm';
 import type { components } from '../../../gen/openapi/control-plane.js';
 import type { AppContext } from '../../shared/app-context.js';
 import { AppError } from '../../shared/errors.js';
@@ -102,6 +102,26 @@ export async function lockOwner(db: Db, ownerId: string, now: Date): Promise<Own
   return row;
 }
 
+/** When a transfer effective at `from` expires: TRANSFER_WINDOW_HOURS later. */
+export function windowEnd(ctx: AppContext, from: Date): Date {
+  return new Date(from.getTime() + ctx.config.ownership.transferWindowHours * 3_600_000);
+}
+
+/**
+ * Moves transfer `t` from one of the statuses `from` to `status`, resolved now by
+ * `resolvedBy`: conditional on its status, so of two transactions racing on one transfer only
+ * the first moves it; the other gets 409 with the status it found.
+ */
+export async function resolveTransfer(db: Db, t: TransferRow, from: TransferRow['status'][], status: TransferRow['status'], resolvedBy: string, now: Date): Promise<TransferRow> {
+  const [row] = await db.orm
+    .update(agentOwnershipTransfers)
+    .set({ status, resolved_at: now, resolved_by: resolvedBy })
+    .where(and(eq(agentOwnershipTransfers.id, t.id), inArray(agentOwnershipTransfers.status, from)))
+    .returning();
+  if (!row) throw notPending(await getTransferRow(db, t.agent_id, t.id));
+  return row;
+}
+
 export function ownerDeactivated(row: OwnerRow): AppError {
   return new AppError('conflict', `Owner ${row.owner_id} is deactivated and cannot receive agents`, { details: { owner_id: row.owner_id, owner_status: row.status } });
 }
@@ -125,7 +145,7 @@ export async function insertPendingTransfer(ctx: AppContext, db: Db, who: Who, t
   const { token, hash } = newAcceptanceToken();
   // Never before the request (the clock has moved on since the caller read it).
   const effective = t.effective_at < now ? now : t.effective_at;
-  const expires = new Date(effective.getTime() + ctx.config.ownership.transferWindowHours * 3_600_000);
+  const expires = windowEnd(ctx, effective);
   const [row] = await db.orm
     .insert(agentOwnershipTransfers)
     .values({ id: randomUUID(), ...t, status: 'pending', initiated_at: now, effective_at: effective, expires_at: expires, acceptance_token_hash: hash })
@@ -149,7 +169,6 @@ export async function recordTransferEvent(
   after: Record<string, unknown> | null,
 ): Promise<TransferRow> {
   const ev = await recordEvent(db, who, { event_type: eventType, resource_type: RESOURCE_TYPE, resource_id: row.id, before, after }, ctx.clock.now());
-  const [h] = await db.query<{ record_hash: string }>('SELECT record_hash FROM audit_management_events WHERE event_id = $1', [ev.event_id]);
-  const [saved] = await db.orm.update(agentOwnershipTransfers).set({ audit_hash: h.record_hash }).where(eq(agentOwnershipTransfers.id, row.id)).returning();
+  const [saved] = await db.orm.update(agentOwnershipTransfers).set({ audit_hash: ev.record_hash }).where(eq(agentOwnershipTransfers.id, row.id)).returning();
   return saved;
 }
