@@ -8,6 +8,7 @@ import type { components } from '../../../gen/openapi/control-plane.js';
 import type { AppContext } from '../../shared/app-context.js';
 import type { Db } from '../db/index.js';
 import { invalidateKeys } from '../keys/key-cache.js';
+import { keyEndedEvent } from '../keys/key-events.js';
 import { ownerUnverifiable } from './create-agent.js';
 import { reassignOwner } from '../ownership/force-assign.js';
 import { lockOwner, ownerDeactivated } from '../ownership/transfer-store.js';
@@ -31,13 +32,8 @@ async function revokeAgentKeys(db: Db, agentId: string, at: Date, who: Who): Pro
     .update(agentApiKeys)
     .set({ status: 'revoked', is_active: false, revoked_at: at, revoked_by: AGENT_REVOKED_BY })
     .where(and(eq(agentApiKeys.agent_id, agentId), eq(agentApiKeys.status, 'active')))
-    .returning({ key_id: agentApiKeys.key_id, key_prefix: agentApiKeys.key_prefix });
-  for (const k of rows) {
-    await recordEvent(db, who, {
-      event_type: 'key.revoked', resource_type: 'api_key', resource_id: k.key_id,
-      before: { status: 'active' }, after: { status: 'revoked', revoked_by: AGENT_REVOKED_BY, agent_id: agentId, key_prefix: k.key_prefix },
-    }, at);
-  }
+    .returning({ key_id: agentApiKeys.key_id, agent_id: agentApiKeys.agent_id, key_prefix: agentApiKeys.key_prefix });
+  for (const k of rows) await recordEvent(db, who, keyEndedEvent('key.revoked', k, at, AGENT_REVOKED_BY), at);
   return rows.length;
 }
 
