@@ -14,6 +14,7 @@ import { registerInit } from './commands/init.js';
 import { registerNew } from './commands/new.js';
 import { registerValidate } from './commands/validate.js';
 import { registerWitness } from './commands/witness.js';
+import { ApiError, detailLines } from './lib/api.js';
 import { setRawArgs } from './lib/argv.js';
 import { CliError, EXIT } from './lib/errors.js';
 import { err, out } from './lib/io.js';
@@ -56,7 +57,7 @@ function build(): CAC {
     if (examples) examples.body = examples.body.split('\n').map((l) => `  $ ${l}`).join('\n');
     sections.push({
       title: 'Exit codes',
-      body: '  0 success, 1 errors found or command refused, 2 warnings under --strict (svc witness: a split view), 3 usage, 4 unreadable file',
+      body: '  0 success, 1 errors found or command refused (the API\'s error), 2 warnings under --strict (svc witness: a split view), 3 usage,\n  4 unreadable path, 5 the server could not be reached',
     });
   });
   return cli;
@@ -100,6 +101,7 @@ export async function run(argv: string[]): Promise<number> {
   } catch (e) {
     if (e instanceof CliError) {
       err(`svc: ${e.message}`);
+      if (e instanceof ApiError) for (const l of detailLines(e.body)) err(`  ${l}`);
       return e.exitCode;
     }
     if (e instanceof Error && e.name === 'CACError') {

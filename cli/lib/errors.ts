@@ -9,6 +9,8 @@ export const EXIT = {
   usage: 3,
   /** A file or directory that was named cannot be read. */
   unreadable: 4,
+  /** The server could not be reached (refused, timed out, DNS, TLS). */
+  unreachable: 5,
 } as const;
 
 /** An expected failure: its message is printed as is (no stack) and the process exits with `exitCode`. */

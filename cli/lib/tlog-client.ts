@@ -4,6 +4,7 @@
  * Every failure is a CliError naming the URL and the HTTP status.
  */
 import { entriesPath, tilePath } from '../../src/core/tlog/tile-path.js';
+import { describeNetworkError, UnreachableError } from './api.js';
 import { CliError, usageError } from './errors.js';
 
 export interface TlogConnection {
@@ -48,8 +49,7 @@ export class TlogClient {
     try {
       return await fetch(url, { method: init.method ?? 'GET', headers, body: init.body, signal: AbortSignal.timeout(this.conn.timeoutMs ?? 30000) });
     } catch (e) {
-      const cause = (e as { cause?: { code?: string; message?: string } }).cause;
-      throw new CliError(`cannot reach ${url}: ${cause?.code ?? cause?.message ?? (e as Error).message}`);
+      throw new UnreachableError(url, describeNetworkError(e));
     }
   }
 
