@@ -12,6 +12,7 @@ import { CONFIG_SUBCOMMANDS, registerConfig } from './commands/config.js';
 import { registerInfo } from './commands/info.js';
 import { registerInit } from './commands/init.js';
 import { registerNew } from './commands/new.js';
+import { OWNERS_SUBCOMMANDS, OWNERSHIP_SUBCOMMANDS, registerOwnership } from './commands/ownership.js';
 import { registerValidate } from './commands/validate.js';
 import { registerWitness } from './commands/witness.js';
 import { ApiError, detailLines } from './lib/api.js';
@@ -24,6 +25,8 @@ const GROUPS: Record<string, { description: string; subcommands: string[] }> = {
   audit: { description: 'Check the audit transparency log: keys, checkpoints, inclusion and append-only proofs', subcommands: AUDIT_SUBCOMMANDS },
   bundle: { description: 'Create, version and publish bundles', subcommands: ['create', 'version', 'publish'] },
   config: { description: 'Show and change configuration', subcommands: CONFIG_SUBCOMMANDS },
+  ownership: { description: "Who answers for an agent: transfers between owners and the chain of custody", subcommands: OWNERSHIP_SUBCOMMANDS },
+  owners: { description: 'Owners: deactivate one (its agents go to the org admin)', subcommands: OWNERS_SUBCOMMANDS },
 };
 
 function build(): CAC {
@@ -38,6 +41,7 @@ function build(): CAC {
   registerInfo(cli);
   registerAudit(cli);
   registerWitness(cli);
+  registerOwnership(cli);
   cli.help((sections) => {
     sections[0] = { body: `svc ${VERSION}: author Structured Context Specification 0.3 bundles and SCDs` };
     const isGlobal = sections.some((s) => s.title === 'Commands');
