@@ -27,7 +27,7 @@ function showKey(k: ApiKey): void {
     ['scopes', k.scopes ?? 'all of the agent\'s intents'], ['created', k.created_at], ['expires', k.expires_at], ['last used', k.last_used_at ?? 'never'],
     ...(k.revoked_at ? [['revoked', `${k.revoked_at} by ${k.revoked_by}`] as [string, unknown]] : []),
     ...(k.rotated_from ? [['rotated from', k.rotated_from] as [string, unknown]] : []),
-    ...(k.rotated_to ? [['rotated to', `${k.rotated_to} (old key works until ${k.grace_until})`] as [string, unknown]] : []),
+    ...(k.rotated_to ? [['rotated to', k.status === 'active' ? `${k.rotated_to} (this key works until ${k.grace_until})` : k.rotated_to] as [string, unknown]] : []),
   ]);
 }
 
