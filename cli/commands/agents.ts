@@ -18,6 +18,13 @@ type Opts = Record<string, unknown>;
 
 export const AGENTS_SUBCOMMANDS = ['create', 'list', 'get', 'update', 'suspend', 'activate', 'delete'];
 
+/** The lists `agents update` edits by adding and removing items. */
+const LIST_EDITS = [
+  { field: 'allowed_intents', flag: 'intent', addKey: 'addIntent', removeKey: 'removeIntent' },
+  { field: 'overrides', flag: 'override', addKey: 'addOverride', removeKey: 'removeOverride' },
+  { field: 'restrictions', flag: 'restriction', addKey: 'addRestriction', removeKey: 'removeRestriction' },
+] as const;
+
 const agentId = (v: unknown) => withPrefix('agent', arg(v, 'AGENT_ID'));
 const owner = (a: Agent) => (a.owner_name ? `${a.owner_id} (${a.owner_name})` : a.owner_id);
 
@@ -113,22 +120,27 @@ export function registerAgents(cli: CAC): void {
       return EXIT.ok;
     });
 
-  withOutputOption(withApiOptions(cli.command('agents update <agent-id>', 'Change an agent: intents, name, description, owner')))
+  withOutputOption(withApiOptions(cli.command('agents update <agent-id>', 'Change an agent: intents, SCD overrides and restrictions, name, description, owner')))
     .option('--add-intent <task-type>', 'Allow one more task type (repeatable; one already allowed is a no-op)')
     .option('--remove-intent <task-type>', 'Stop allowing a task type (repeatable; one not allowed is a no-op)')
+    .option('--add-override <scd-id>', 'Always add this SCD to its context (repeatable)')
+    .option('--remove-override <scd-id>', 'Drop an override (repeatable)')
+    .option('--add-restriction <scd-id>', 'Never include this SCD in its context (repeatable; a restriction wins over an override)')
+    .option('--remove-restriction <scd-id>', 'Drop a restriction (repeatable)')
     .option('--name <name>', 'New display name')
     .option('--description <text>', 'New description (an empty string clears it)')
-    .option('--owner <owner-id>', "Reassign to another owner at once (recorded as a forced ownership transfer)")
+    .option('--owner <owner-id>', 'Reassign to another owner at once (recorded as a forced ownership transfer)')
     .option('--owner-name <name>', "The owner's display name")
-    .option('--role <role>', 'Not possible: the API cannot change an agent\'s role (exit 3)')
+    .option('--role <role>', "Not possible: the API cannot change an agent's role (exit 3)")
     .example('svc agents update agent:reviewer --add-intent deploy_staging --remove-intent triage')
     .action(async (id: unknown, opts: Opts) => {
       const format = outputFormat(opts.output);
       if (opts.role !== undefined) throw usageError("--role: the API cannot change an agent's role (PUT /api/agents/{agent_id} has no role_id); register a new agent with the role");
-      const add = texts(opts, 'addIntent', 'add-intent');
-      const remove = texts(opts, 'removeIntent', 'remove-intent');
-      const both = add.filter((t) => remove.includes(t));
-      if (both.length) throw usageError(`${both.join(', ')}: both added and removed`);
+      const edits = LIST_EDITS.map((e) => ({ ...e, add: texts(opts, e.addKey, `add-${e.flag}`), remove: texts(opts, e.removeKey, `remove-${e.flag}`) }));
+      for (const e of edits) {
+        const both = e.add.filter((t) => e.remove.includes(t));
+        if (both.length) throw usageError(`--add-${e.flag} and --remove-${e.flag} both name ${both.join(', ')}`);
+      }
       const body: ControlPlane.components['schemas']['AgentUpdate'] = {};
       const name = text(opts, 'name', 'name');
       if (name !== undefined) body.name = name;
@@ -138,27 +150,39 @@ export function registerAgents(cli: CAC): void {
       if (ownerId) body.owner_id = ownerId;
       const ownerName = text(opts, 'ownerName', 'owner-name');
       if (ownerName) body.owner_name = ownerName;
-      if (!add.length && !remove.length && !Object.keys(body).length) throw usageError('nothing to change: give --add-intent, --remove-intent, --name, --description, --owner or --owner-name');
+      const listEdits = edits.filter((e) => e.add.length || e.remove.length);
+      if (!listEdits.length && !Object.keys(body).length) throw usageError('nothing to change: give --add-/--remove-intent, --add-/--remove-override, --add-/--remove-restriction, --name, --description, --owner or --owner-name');
       const agent_id = agentId(id);
       const { conn, api } = admin(opts);
-      const notes: string[] = [];
-      if (add.length || remove.length) {
-        // Read, compute, write: the API replaces allowed_intents wholesale.
+      const policy: ControlPlane.components['schemas']['AgentPolicyUpdate'] = {};
+      const changed: string[] = [];
+      if (listEdits.length) {
+        // Read, compute, write: the API replaces each list wholesale.
         const cur = await call(api.GET('/api/agents/{agent_id}', { params: { path: { agent_id } } }), conn);
-        for (const t of add) if (cur.allowed_intents.includes(t)) notes.push(`${agent_id} already allows ${t}`);
-        for (const t of remove) if (!cur.allowed_intents.includes(t)) notes.push(`${agent_id} does not allow ${t}`);
-        const next = [...cur.allowed_intents.filter((t) => !remove.includes(t)), ...add.filter((t, i) => !cur.allowed_intents.includes(t) && add.indexOf(t) === i)];
-        const same = next.length === cur.allowed_intents.length && next.every((t, i) => t === cur.allowed_intents[i]);
-        if (!same) body.allowed_intents = next;
-        for (const n of notes) err(`svc: note: ${n} (nothing to do for it)`);
-        if (!Object.keys(body).length) {
+        for (const e of listEdits) {
+          const list: string[] = cur[e.field];
+          for (const t of e.add) if (list.includes(t)) err(`svc: note: ${agent_id} already has ${e.flag} ${t} (nothing to do for it)`);
+          for (const t of e.remove) if (!list.includes(t)) err(`svc: note: ${agent_id} has no ${e.flag} ${t} (nothing to do for it)`);
+          const next = [...list.filter((t) => !e.remove.includes(t)), ...e.add.filter((t, i) => !list.includes(t) && e.add.indexOf(t) === i)];
+          if (next.length === list.length && next.every((t, i) => t === list[i])) continue;
+          if (e.field === 'allowed_intents') body.allowed_intents = next;
+          else policy[e.field] = next;
+          changed.push(e.field);
+        }
+        if (!Object.keys(body).length && !changed.length) {
           const { api_keys: _keys, ...agent } = cur;
           emit(format, agent, () => out(`agent ${agent_id} unchanged (intents ${cur.allowed_intents.join(',') || '-'})`));
           return EXIT.ok;
         }
       }
-      const a = await call(api.PUT('/api/agents/{agent_id}', { params: { path: { agent_id } }, body }), conn);
-      emit(format, a, () => out(`agent ${a.agent_id} updated (${Object.keys(body).map((k) => (k === 'allowed_intents' ? `intents ${a.allowed_intents.join(',') || '-'}` : k)).join(', ')})`));
+      // Two writes when both kinds change (the API keeps overrides/restrictions behind POST .../policy).
+      let a: Agent | undefined;
+      if (Object.keys(body).length) a = await call(api.PUT('/api/agents/{agent_id}', { params: { path: { agent_id } }, body }), conn);
+      if (Object.keys(policy).length) a = await call(api.POST('/api/agents/{agent_id}/policy', { params: { path: { agent_id } }, body: policy }), conn);
+      const done = a!;
+      const what = [...Object.keys(body).filter((k) => k !== 'allowed_intents'), ...changed].map((k) =>
+        k === 'allowed_intents' ? `intents ${done.allowed_intents.join(',') || '-'}` : k === 'overrides' || k === 'restrictions' ? `${k} ${done[k].join(',') || '-'}` : k);
+      emit(format, done, () => out(`agent ${done.agent_id} updated (${what.join(', ')})`));
       return EXIT.ok;
     });
 

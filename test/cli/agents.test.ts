@@ -102,8 +102,8 @@ describe('svc agents, svc keys', () => {
     ]);
     expect(same.code).toBe(0);
     expect(same.stdout).toBe(`agent ${a} unchanged (intents code_review,deploy_staging)\n`);
-    expect(same.stderr).toContain(`${a} already allows code_review`);
-    expect(same.stderr).toContain(`${a} does not allow nope`);
+    expect(same.stderr).toContain(`${a} already has intent code_review (nothing to do for it)`);
+    expect(same.stderr).toContain(`${a} has no intent nope`);
     expect(JSON.parse(noop.stdout)).toEqual(readA); // nothing written: updated_at unchanged
     expect(both.code).toBe(3);
     expect(role.code).toBe(3);
@@ -111,6 +111,14 @@ describe('svc agents, svc keys', () => {
     expect(nothing.code).toBe(3);
     expect(badRemove.code).toBe(1);
     expect(badRemove.stderr).toContain('not_found');
+    // overrides and restrictions: POST .../policy, after the PUT when both change
+    const pol = parsed(await svc('agents', 'update', a, '--add-override', `scd:project:o-${u}`, '--add-restriction', `scd:project:r-${u}`, '--name', 'Reviewer 3', '-o', 'json'));
+    expect(pol).toMatchObject({ name: 'Reviewer 3', overrides: [`scd:project:o-${u}`], restrictions: [`scd:project:r-${u}`] });
+    expect(pol).toEqual((({ api_keys: _, ...x }) => x)(await api('GET', `/api/agents/${a}`)));
+    const unpol = await svc('agents', 'update', a, '--remove-override', `scd:project:o-${u}`, '--add-restriction', `scd:project:r-${u}`);
+    expect(unpol.stdout).toBe(`agent ${a} updated (overrides -)\n`);
+    expect(unpol.stderr).toContain(`already has restriction scd:project:r-${u}`);
+    expect((await svc('agents', 'update', a, '--add-override', 'x', '--remove-override', 'x')).code).toBe(3);
     const ownerMove = await svc('agents', 'update', a, '--owner', 'bob@example.com', '--description', '');
     expect(ownerMove.stdout).toBe(`agent ${a} updated (description, owner_id)\n`);
     expect(await api('GET', `/api/agents/${a}`)).toMatchObject({ owner_id: 'bob@example.com', description: null });
