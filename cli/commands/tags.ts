@@ -5,7 +5,6 @@
 import type { CAC } from 'cac';
 import type { ControlPlane } from '@svc/client';
 import { call, withApiOptions } from '../lib/api.js';
-import { rawOption } from '../lib/argv.js';
 import { EXIT, usageError } from '../lib/errors.js';
 import { out } from '../lib/io.js';
 import { emit, fields, outputFormat, table, withOutputOption } from '../lib/output.js';
@@ -26,7 +25,7 @@ const COLUMNS: Array<[string, (t: TagSummary) => unknown]> = [
 /** `--bundle B --version V [--description D]`, the version as typed (mri would turn 1.10 into 1.1). */
 function target(opts: Opts): { bundle_id: string; bundle_version: string; description?: string | null } {
   const bundle = text(opts, 'bundle', 'bundle');
-  const version = opts.version === undefined ? undefined : rawOption('version') ?? text(opts, 'version', 'version');
+  const version = text(opts, 'version', 'version'); // as typed: text() reads a number's raw argv
   const missing = [!bundle && '--bundle', !version && '--version'].filter(Boolean);
   if (missing.length) throw usageError(`${missing.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} required`);
   const t: { bundle_id: string; bundle_version: string; description?: string | null } = { bundle_id: withPrefix('bundle', bundle!), bundle_version: version! };
