@@ -90,6 +90,14 @@ describe('svc mcp, svc tags, svc deployments', () => {
     expect(again.code).toBe(1);
     expect(again.stderr).toContain('not_found');
     expect(before.server_id).toBe(second.server_id);
+
+    // every page by default: more servers than one page of the API (100) holds
+    await Promise.all(Array.from({ length: 101 }, (_, i) => api('POST', '/api/mcp-servers', { name: `bulk-${i}` })));
+    const all = parsed(await svc('mcp', 'list', '-o', 'json'));
+    const [p1, p2] = await Promise.all([api('GET', '/api/mcp-servers?limit=100&offset=0'), api('GET', '/api/mcp-servers?limit=100&offset=100')]);
+    expect(p1.total).toBe(101);
+    expect(all).toEqual([...p1.servers, ...p2.servers]);
+    expect(all).toHaveLength(101);
   });
 
   it('creates, lists, reads and moves tags, and lists and reads deployments', async () => {
