@@ -4,15 +4,20 @@
  * `svc config set` are registered as two-word commands and argv is joined to match.
  */
 import { cac, type CAC } from 'cac';
+import { AGENTS_SUBCOMMANDS, registerAgents } from './commands/agents.js';
 import { AUDIT_SUBCOMMANDS, registerAudit } from './commands/audit.js';
 import { registerBundleCreate } from './commands/bundle-create.js';
 import { registerBundlePublish } from './commands/bundle-publish.js';
 import { registerBundleVersion } from './commands/bundle-version.js';
 import { CONFIG_SUBCOMMANDS, registerConfig } from './commands/config.js';
+import { DEPLOYMENTS_SUBCOMMANDS, registerDeployments } from './commands/deployments.js';
 import { registerInfo } from './commands/info.js';
 import { registerInit } from './commands/init.js';
+import { KEYS_SUBCOMMANDS, registerKeys } from './commands/keys.js';
+import { MCP_SUBCOMMANDS, registerMcp } from './commands/mcp.js';
 import { registerNew } from './commands/new.js';
 import { OWNERS_SUBCOMMANDS, OWNERSHIP_SUBCOMMANDS, registerOwnership } from './commands/ownership.js';
+import { registerTags, TAGS_SUBCOMMANDS } from './commands/tags.js';
 import { registerValidate } from './commands/validate.js';
 import { registerWitness } from './commands/witness.js';
 import { ApiError, detailLines } from './lib/api.js';
@@ -22,11 +27,16 @@ import { err, out } from './lib/io.js';
 import { VERSION } from './lib/version.js';
 
 const GROUPS: Record<string, { description: string; subcommands: string[] }> = {
+  agents: { description: 'Register, list, change, suspend and revoke agents', subcommands: AGENTS_SUBCOMMANDS },
   audit: { description: 'Check the audit transparency log: keys, checkpoints, inclusion and append-only proofs', subcommands: AUDIT_SUBCOMMANDS },
   bundle: { description: 'Create, version and publish bundles', subcommands: ['create', 'version', 'publish'] },
   config: { description: 'Show and change configuration', subcommands: CONFIG_SUBCOMMANDS },
   ownership: { description: "Who answers for an agent: transfers between owners and the chain of custody", subcommands: OWNERSHIP_SUBCOMMANDS },
   owners: { description: 'Owners: deactivate one (its agents go to the org admin)', subcommands: OWNERS_SUBCOMMANDS },
+  deployments: { description: 'List and show content deployments', subcommands: DEPLOYMENTS_SUBCOMMANDS },
+  keys: { description: "Issue, list, revoke and rotate agents' API keys", subcommands: KEYS_SUBCOMMANDS },
+  mcp: { description: 'Register and manage MCP servers', subcommands: MCP_SUBCOMMANDS },
+  tags: { description: 'List, show, create and move bundle tags', subcommands: TAGS_SUBCOMMANDS },
 };
 
 function build(): CAC {
@@ -42,6 +52,11 @@ function build(): CAC {
   registerAudit(cli);
   registerWitness(cli);
   registerOwnership(cli);
+  registerAgents(cli);
+  registerKeys(cli);
+  registerMcp(cli);
+  registerTags(cli);
+  registerDeployments(cli);
   cli.help((sections) => {
     sections[0] = { body: `svc ${VERSION}: author Structured Context Specification 0.3 bundles and SCDs` };
     const isGlobal = sections.some((s) => s.title === 'Commands');
@@ -50,10 +65,12 @@ function build(): CAC {
     // cac hides any option named `version` from command help; these commands own one.
     const usage = sections.find((s) => s.title === 'Usage')?.body ?? '';
     const own = usage.includes('bundle version') ? ['--version <semver>', 'Version to lock, MAJOR.MINOR.PATCH (required)']
-      : usage.includes('bundle create') ? ['--version <version>', 'Version (default DRAFT)'] : null;
+      : usage.includes('bundle create') ? ['--version <version>', 'Version (default DRAFT)']
+        : /tags (create|move)/.test(usage) ? ['--version <semver>', 'Published version, MAJOR.MINOR.PATCH (required)'] : null;
     if (opts && own) {
       const rows = opts.body.split('\n').map((l) => /^ {2}(\S.*?)\s{2,}(.*)$/.exec(l)).filter((m): m is RegExpExecArray => !!m).map((m) => [m[1], m[2].trimEnd()]);
-      rows.splice(usage.includes('bundle version') ? 0 : rows.length - 1, 0, own);
+      const at = usage.includes('bundle version') ? 0 : /tags (create|move)/.test(usage) ? rows.findIndex((r) => r[0].startsWith('--bundle')) + 1 : rows.length - 1;
+      rows.splice(at, 0, own);
       const width = Math.max(...rows.map((r) => r[0].length));
       opts.body = rows.map(([n, d]) => `  ${n.padEnd(width)}  ${d}`).join('\n');
     }
