@@ -12,6 +12,7 @@ import { CONFIG_SUBCOMMANDS, registerConfig } from './commands/config.js';
 import { registerInfo } from './commands/info.js';
 import { registerInit } from './commands/init.js';
 import { registerNew } from './commands/new.js';
+import { registerPublish } from './commands/publish.js';
 import { registerValidate } from './commands/validate.js';
 import { registerWitness } from './commands/witness.js';
 import { ApiError, detailLines } from './lib/api.js';
@@ -33,6 +34,7 @@ function build(): CAC {
   registerBundleCreate(cli);
   registerBundleVersion(cli);
   registerBundlePublish(cli);
+  registerPublish(cli);
   registerValidate(cli);
   registerConfig(cli);
   registerInfo(cli);

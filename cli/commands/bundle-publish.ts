@@ -5,6 +5,7 @@
  * with every validation issue. The server is the judge; nothing is validated locally
  * beyond "this is a bundle".
  */
+import { statSync } from 'node:fs';
 import type { CAC } from 'cac';
 import type { components } from '../../gen/openapi/control-plane.js';
 import { classifyDocument } from '../../src/core/scs/index.js';
@@ -28,6 +29,7 @@ export function registerBundlePublish(cli: CAC): void {
     .example('svc bundle publish concerns/security.yaml')
     .action(async (path: string, opts: { endpoint?: string; project?: string; dryRun?: boolean; output: string }) => {
       if (opts.output !== 'text' && opts.output !== 'json') throw usageError(`--output must be text or json, not '${opts.output}'`);
+      if (isDirectory(String(path))) throw usageError(`${String(path)} is a directory: use \`svc publish ${String(path)} --tag TAG\` to publish a project (svc bundle publish sends one bundle file)`);
       const endpoint = String(opts.endpoint ?? resolveKey('api.endpoint').value ?? '').replace(/\/+$/, '');
       try { new URL(endpoint); } catch { throw usageError(`api endpoint '${endpoint}' is not a URL (svc config set api.endpoint <url>)`); }
       const key = resolveKey('api.key').value;
@@ -79,6 +81,10 @@ export function registerBundlePublish(cli: CAC): void {
       if (notLocal.length) err(`  ${notLocal.length} listed SCD(s) were not found under ${display(project.root)}: ${notLocal.join(', ')}`);
       return EXIT.failed;
     });
+}
+
+function isDirectory(p: string): boolean {
+  try { return statSync(p).isDirectory(); } catch { return false; }
 }
 
 function issueLine(i: Issue, fallback: string): string {
