@@ -290,7 +290,14 @@ export function registerPublish(cli: CAC): void {
           continue;
         }
         const body = { ...b.manifest, documents: b.documents } as unknown as components['schemas']['BundleCreate'];
-        const created = await call(controlPlane(conn).POST('/api/bundles', { body }), conn);
+        let created: components['schemas']['BundleCreated'];
+        try {
+          created = await call(controlPlane(conn).POST('/api/bundles', { body }), conn);
+        } catch (e) {
+          const done = summary.bundles.filter((x) => x.action === 'published').map((x) => `${x.id} ${x.version}`);
+          err(`svc: publishing ${b.id} ${b.version} (${b.file}) failed${done.length ? ` after publishing ${done.join(', ')}` : ''}; no tag was moved`);
+          throw e;
+        }
         progress(`publishing ${b.id} ${b.version} ... published (${created.validation_status})`);
         summary.bundles.push({ id: b.id, version: b.version, type: b.type, action: 'published', validation_status: created.validation_status });
       }

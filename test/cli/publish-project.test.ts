@@ -114,6 +114,19 @@ describe('svc publish', () => {
       writeFileSync(file, original);
       writeFileSync(scdFile, originalScd);
     }
+    // The way out the refusal names: lock a new version; only that version is published.
+    writeFileSync(file, original.replace(/^description: .*$/m, 'description: "Changed with a version bump"'));
+    const locked = await s.run(['bundle', 'version', 'concerns/security.yaml', '--version', '0.2.0', '--rationale', 'new description'], { cwd: root() });
+    expect(locked.code, locked.stderr).toBe(0);
+    writeFileSync(file, original);
+    const bumped = await s.run(['publish', name, '--tag', `${name}:prod`, '-o', 'json'], { env });
+    expect(bumped.code, bumped.stderr).toBe(0);
+    const actions = JSON.parse(bumped.stdout).bundles.map((b: { id: string; version: string; action: string }) => `${b.id} ${b.version} ${b.action}`);
+    expect(actions).toContain(`bundle:${name}.security 0.2.0 published`);
+    expect(actions.filter((a: string) => a.endsWith(' published'))).toHaveLength(1);
+    expect(JSON.parse(bumped.stdout).tag.action).toBe('unchanged');
+    expect((await t.call('api', 'GET', `/api/bundles/bundle:${name}.security/versions/0.2.0`, { admin: true })).body.description).toBe('Changed with a version bump');
+
     // A project that does not validate strictly is refused before anything is sent.
     const broken = join(root(), 'concerns/broken.yaml');
     writeFileSync(broken, `id: bundle:${name}.broken\ntype: concern\nversion: 0.2.0\ntitle: Broken\ndescription: lists an SCD that does not exist\nimports: []\nscds: [scd:project:${name}.nowhere]\nprovenance: {created_by: me, created_at: "2026-01-01T00:00:00Z"}\n`);
@@ -146,10 +159,15 @@ describe('svc publish', () => {
 
       const bad = '0'.repeat(64);
       writeFileSync(sums, `${bad}  meta-bundle.yaml\n`);
-      const [mis, misVal] = await Promise.all([
+      const [mis, misVal, misFile, otherFile] = await Promise.all([
         s.run(['publish', name, '--tag', `${name}:prod`], { env }),
         s.run(['validate', name, '--strict']),
+        s.run(['validate', `${name}/meta-bundle.yaml`, '--strict']),
+        s.run(['validate', `${name}/project-bundle.yaml`, '--strict']),
       ]);
+      expect(misFile.code).toBe(1); // one file: the manifests of its directory that list it
+      expect(misFile.stdout).toContain('[release_manifest_mismatch]');
+      expect(otherFile.stdout).not.toContain('release_manifest');
       expect(mis.code).toBe(1);
       expect(mis.stderr).toContain(`${name}/SHA256SUMS:1: ${name}/meta-bundle.yaml does not match its digest: manifest sha256 ${bad}, file sha256 ${sha(meta)}`);
       expect(misVal.code).toBe(1);
@@ -182,7 +200,7 @@ describe('svc publish', () => {
         srv.close(() => res(port));
       });
     });
-    const [dir, noTag, badTag, envOpt, nowhere, down, badOut] = await Promise.all([
+    const [dir, noTag, badTag, envOpt, nowhere, down, badOut, wrongKey] = await Promise.all([
       s.run(['bundle', 'publish', name], { env }),
       s.run(['publish', name], { env }),
       s.run(['publish', name, '--tag', 'no-label'], { env }),
@@ -190,7 +208,12 @@ describe('svc publish', () => {
       s.run(['publish', 'no-such-dir', '--tag', `${name}:prod`], { env }),
       s.run(['publish', name, '--tag', `${name}:prod`, '--endpoint', `http://127.0.0.1:${closed}`], { env }),
       s.run(['publish', name, '--tag', `${name}:prod`, '-o', 'yaml'], { env }),
+      s.run(['publish', name, '--tag', `${name}:prod`], { env: { ...env, SVC_API_KEY: 'not-the-admin-key-0000' } }),
     ]);
+    expect(wrongKey.code).toBe(1);
+    expect(wrongKey.stderr).toContain('(HTTP 401)');
+    expect(wrongKey.stderr).toContain('****0000');
+    expect(wrongKey.stderr).not.toContain('not-the-admin-key');
     expect(dir.code).toBe(3);
     expect(dir.stderr).toContain(`${name} is a directory: use \`svc publish ${name} --tag TAG\` to publish a project`);
     expect(dir.stderr).not.toContain('EISDIR');
