@@ -5,13 +5,15 @@
  * context of the deployed tag, and the exit codes (1, 3, 4, 5).
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ADMIN_KEY, startTestStack, type TestStack } from '../harness.js';
 import { issueKey, makeAgent } from '../identity/fixtures.js';
-import { publishOrder, type LocalBundle } from '../../cli/commands/publish.js';
+import { compareStored, publishOrder, type LocalBundle } from '../../cli/commands/publish.js';
+import { describeProblem, verifyManifests } from '../../cli/lib/manifest.js';
 import { BIN, pty, sandbox } from './helpers.js';
 
 vi.setConfig({ testTimeout: 240_000 });
@@ -243,5 +245,43 @@ describe('publishOrder', () => {
     expect(order).toEqual(['bundle:m', 'bundle:s', 'bundle:c', 'bundle:d', 'bundle:p']);
     expect(() => publishOrder([b('bundle:a', 'standards', ['bundle:b:1.0.0']), b('bundle:b', 'standards', ['bundle:a'])]))
       .toThrow('import cycle: bundle:a:1.0.0 -> bundle:b:1.0.0 -> bundle:a:1.0.0');
+  });
+});
+
+describe('release manifests (cli/lib/manifest.ts)', () => {
+  it('reads sha256sum, BSD and bare-digest files and the SCS version manifest; refuses paths outside the directory', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'svc-manifest-'));
+    try {
+      mkdirSync(join(dir, 'sub'));
+      writeFileSync(join(dir, 'a.yaml'), 'a: 1\n');
+      writeFileSync(join(dir, 'sub', 'b c.yaml'), 'b: 2\n');
+      const a = sha(join(dir, 'a.yaml'));
+      const b = sha(join(dir, 'sub', 'b c.yaml'));
+      writeFileSync(join(dir, 'SHA256SUMS'), `# release 1.0.0\n\n${a}  a.yaml\nSHA256 (sub/b c.yaml) = ${b.toUpperCase()}\n`);
+      writeFileSync(join(dir, 'sub', 'b c.yaml.sha256sum'), `${b}\n`);
+      writeFileSync(join(dir, 'sub', 'VERSION-1.0.0-MANIFEST.yaml'), `version: 1.0.0\nbundle:\n  id: bundle:x\n  file: ../a.yaml\n  sha256: ${a}\n`);
+      const ok = verifyManifests(dir);
+      expect(ok.problems).toEqual([]);
+      expect(ok.verified).toBe(4);
+      expect(ok.manifests).toHaveLength(3);
+
+      writeFileSync(join(dir, 'sub', 'VERSION-1.0.0-MANIFEST.yaml'), `version: 1.0.0\nbundle:\n  file: ../../escape.yaml\n  sha256: ${a}\n`);
+      writeFileSync(join(dir, 'sub', 'b c.yaml.sha256sum'), `${b.slice(1)}\n`);
+      const bad = verifyManifests(dir).problems.map(describeProblem);
+      expect(bad).toHaveLength(2);
+      expect(bad.join('\n')).toMatch(/VERSION-1\.0\.0-MANIFEST\.yaml:4: malformed manifest line '.*escape\.yaml': .*escape\.yaml is outside/);
+      expect(bad.join('\n')).toMatch(/b c\.yaml\.sha256sum:1: malformed manifest line/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('compareStored ignores key order and names the first differing field', () => {
+    const local: LocalBundle = { id: 'bundle:x', version: '1.0.0', type: 'concern', file: 'x.yaml', manifest: { id: 'bundle:x', version: '1.0.0', provenance: { created_by: 'me', created_at: 't' } }, documents: [{ id: 'scd:project:a', content: { k: [1, 2] } }], notLocal: [] };
+    const stored = (manifest: unknown, documents: unknown[]) => ({ manifest, documents }) as unknown as Parameters<typeof compareStored>[1];
+    expect(compareStored(local, stored({ provenance: { created_at: 't', created_by: 'me' }, version: '1.0.0', id: 'bundle:x' }, [{ content: { k: [1, 2] }, id: 'scd:project:a' }]))).toBeNull();
+    expect(compareStored(local, stored({ id: 'bundle:x', version: '1.0.0', provenance: { created_by: 'you', created_at: 't' } }, []))).toBe('provenance.created_by (published "you", local "me")');
+    expect(compareStored(local, stored(local.manifest, [{ id: 'scd:project:a', content: { k: [1, 3] } }]))).toBe('the SCD scd:project:a: content.k[1] (published 3, local 2)');
+    expect(compareStored(local, stored({ ...local.manifest, extra: true }, local.documents))).toBe('extra (published true, local (absent))');
   });
 });
