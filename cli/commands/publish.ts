@@ -55,7 +55,7 @@ export interface LocalBundle {
   notLocal: string[];
 }
 
-export type BundleAction = 'published' | 'unchanged';
+type BundleAction = 'published' | 'unchanged';
 interface Summary {
   bundles: Array<{ id: string; version: string; type: string; action: BundleAction; validation_status?: string }>;
   skipped: Array<{ file: string; id: string; reason: string }>;
@@ -67,7 +67,7 @@ const asJson = (v: unknown): Json => JSON.parse(JSON.stringify(v ?? null)) as Js
 const ref = (b: { id: string; version: string }) => `${b.id}:${b.version}`;
 
 /** The first path where `a` (local) and `b` (stored) differ, or null. Object key order is ignored. */
-export function firstDifference(a: Json | undefined, b: Json | undefined, path = ''): string | null {
+function firstDifference(a: Json | undefined, b: Json | undefined, path = ''): string | null {
   if (a === b) return null;
   if (a === undefined || b === undefined || a === null || b === null || typeof a !== 'object' || typeof b !== 'object' || Array.isArray(a) !== Array.isArray(b)) {
     return JSON.stringify(a) === JSON.stringify(b) ? null : path || '/';
@@ -118,7 +118,7 @@ export function compareStored(local: LocalBundle, stored: BundleVersionDetail): 
 }
 
 /** The project's bundles (semver ones; DRAFT files are skipped) with their local SCD documents. */
-export function localBundles(files: LoadedFile[]): { bundles: LocalBundle[]; skipped: Summary['skipped'] } {
+function localBundles(files: LoadedFile[]): { bundles: LocalBundle[]; skipped: Summary['skipped'] } {
   const scds = new Map<string, Record<string, Json>>();
   const bundleFiles: LoadedFile[] = [];
   for (const f of files) {

@@ -28,7 +28,7 @@ const SUM_EXT = /\.(sha256|sha256sum)$/;
 const SCS_MANIFEST = /^VERSION-.+-MANIFEST\.ya?ml$/;
 const HEX = /^[0-9a-fA-F]{64}$/;
 
-export interface ManifestEntry {
+interface ManifestEntry {
   /** The manifest file and the line (1-based) that lists the file. */
   manifest: string;
   line: number;
@@ -50,10 +50,10 @@ export interface ManifestReport {
   problems: ManifestProblem[];
 }
 
-export const isManifestName = (name: string): boolean => SUM_NAMES.has(name) || SUM_EXT.test(name) || SCS_MANIFEST.test(name);
+const isManifestName = (name: string): boolean => SUM_NAMES.has(name) || SUM_EXT.test(name) || SCS_MANIFEST.test(name);
 
 /** Every manifest file under `root`, sorted. */
-export function findManifests(root: string): string[] {
+function findManifests(root: string): string[] {
   const found: string[] = [];
   const visit = (d: string) => {
     let names: string[];
@@ -74,7 +74,7 @@ export function findManifests(root: string): string[] {
 const unescapeName = (s: string) => s.replace(/\\(\\|n)/g, (_, c: string) => (c === 'n' ? '\n' : '\\'));
 
 /** The entries of one manifest file; malformed lines are problems, not exceptions. */
-export function parseManifest(abs: string): { entries: ManifestEntry[]; problems: ManifestProblem[] } {
+function parseManifest(abs: string): { entries: ManifestEntry[]; problems: ManifestProblem[] } {
   const manifest = display(abs);
   const dir = dirname(abs);
   const entries: ManifestEntry[] = [];
@@ -115,7 +115,7 @@ export function parseManifest(abs: string): { entries: ManifestEntry[]; problems
   return { entries, problems };
 }
 
-export const sha256File = (abs: string): string => createHash('sha256').update(readFileSync(abs)).digest('hex');
+const sha256File = (abs: string): string => createHash('sha256').update(readFileSync(abs)).digest('hex');
 
 /**
  * Checks every manifest under `root` (a project directory). With `only`, entries for other
@@ -164,7 +164,7 @@ function problemText(p: ManifestProblem): string {
 export const describeProblem = (p: ManifestProblem): string => `${p.manifest}${p.line ? `:${p.line}` : ''}: ${problemText(p)}`;
 
 /** The problems as validation findings (rules `release_manifest_<kind>`), for `svc validate`'s report. */
-export function manifestFindings(r: ManifestReport): Finding[] {
+function manifestFindings(r: ManifestReport): Finding[] {
   return r.problems.map((p) => ({ severity: 'error' as const, path: p.line ? `line ${p.line}` : '', rule: `release_manifest_${p.kind}`, file: p.manifest, message: problemText(p) }));
 }
 
