@@ -5,7 +5,7 @@
  * context of the deployed tag, and the exit codes (1, 3, 4, 5).
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -140,6 +140,20 @@ describe('svc publish', () => {
     } finally {
       rmSync(broken);
     }
+    // Warnings under strict validation (a depends-on cycle between two SCDs) are exit 2.
+    const copy = join(s.work, `${name}-warn`);
+    cpSync(root(), copy, { recursive: true });
+    const dependsOn = (file: string, target: string) => {
+      const p = join(copy, 'context/project', file);
+      writeFileSync(p, readFileSync(p, 'utf8').replace(/^relationships:\n/m, `relationships:\n  - type: depends-on\n    target: ${target}\n`));
+    };
+    dependsOn('phi-protection.yaml', `scd:project:${name}.access-control`);
+    dependsOn('access-control.yaml', `scd:project:${name}.phi-protection`);
+    const warned = await s.run(['publish', `${name}-warn`, '--tag', `${name}:prod`], { env });
+    expect(warned.code, warned.stderr).toBe(2);
+    expect(warned.stderr).toContain('[depends_on_cycle]');
+    expect(warned.stderr).toContain('0 error(s), 1 warning(s)');
+    rmSync(copy, { recursive: true });
   });
 
   it('checks release manifests: ok, mismatch (both digests), missing file, malformed line; in publish and validate', async () => {
