@@ -17,6 +17,7 @@ import { KEYS_SUBCOMMANDS, registerKeys } from './commands/keys.js';
 import { MCP_SUBCOMMANDS, registerMcp } from './commands/mcp.js';
 import { registerNew } from './commands/new.js';
 import { OWNERS_SUBCOMMANDS, OWNERSHIP_SUBCOMMANDS, registerOwnership } from './commands/ownership.js';
+import { registerPublish } from './commands/publish.js';
 import { registerTags, TAGS_SUBCOMMANDS } from './commands/tags.js';
 import { registerValidate } from './commands/validate.js';
 import { registerWitness } from './commands/witness.js';
@@ -46,6 +47,7 @@ function build(): CAC {
   registerBundleCreate(cli);
   registerBundleVersion(cli);
   registerBundlePublish(cli);
+  registerPublish(cli);
   registerValidate(cli);
   registerConfig(cli);
   registerInfo(cli);
