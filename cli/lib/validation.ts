@@ -9,7 +9,7 @@
  *   findings are reported.
  * - the SCS version the project declares (src/core/scs/versions.ts), hence the rule set.
  */
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { parse } from 'yaml';
@@ -46,7 +46,13 @@ export function collect(paths: string[]): Collected {
     if (reason) skipped.push({ file: display(abs), kind: 'config', reason });
     else files.push(loadFile(abs));
   };
+  const seen = new Set<string>();
   const visit = (d: string) => {
+    // A directory reached twice (a symlink loop, or one linked from two places) is walked once.
+    let real: string;
+    try { real = realpathSync(d); } catch { return; }
+    if (seen.has(real)) return;
+    seen.add(real);
     let names: string[];
     try {
       names = readdirSync(d).sort();

@@ -98,6 +98,14 @@ function corpusChecks(src: string, want: Want): void {
     expect(lines.at(-1)).toBe(`INVALID: ${files} file(s) checked (${want.medBundles} bundle(s), ${want.medScds} SCD(s), 0 domain manifest(s)); ${errors} error(s), 0 warning(s) [strict; SCS 0.3.0 rules, no version declared]`);
   });
 
+  it('one file of med-adherence is checked in its project: the standards bundle\'s missing HIPAA SCDs are reported', async () => {
+    const r = await s.run(['validate', 'scs/med-adherence/standards-bundle.yaml', '--strict', '-o', 'json']);
+    expect(r.code).toBe(1);
+    const report = parse(r.stdout);
+    expect(brief(report)).toEqual(KNOWN_DEFECTS.filter((d) => d.startsWith('med-adherence/standards-bundle.yaml ')));
+    expect(report.project).toMatchObject({ root: 'scs/med-adherence', marker: 'project-bundle.yaml' });
+  });
+
   it('loose validation of the corpus keeps the structural defects as errors, cross-file ones as warnings', async () => {
     const r = await s.run(['validate', 'scs/med-adherence', 'scs/context/meta', '-o', 'json']);
     expect(r.code).toBe(1);
