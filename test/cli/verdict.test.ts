@@ -39,6 +39,7 @@ const CASES: Case[] = [
   { name: 'scd-no-provenance', want: 'invalid', scdDrop: ['provenance'] },
   { name: 'scd-long-description', want: 'invalid', scd: { description: long(5000) } },
   { name: 'v03-domain', want: 'invalid', bundle: { type: 'domain' } },
+  { name: 'nul', want: 'invalid', scd: { content: { summary: 'a\u0000b' } } },
 ];
 
 const files = (c: Case) => {

@@ -281,6 +281,7 @@ describe('what the control plane refuses beyond SCS (svc-limits)', () => {
     expect(rules(checkBundle(bundle({ schema_version: '' }), { strict: false }))).toEqual(['svc_limit']);
     expect(rules(checkScd(scd({ description: 'x'.repeat(4097) }), { strict: false }))).toEqual(['svc_limit']);
     expect(rules(checkScd(scd({ applies_to: { roles: [] } }), { strict: false }))).toEqual(['applies_to']);
+    expect(checkScd(scd({ content: { summary: 'a\u0000b' } }), { strict: false }).map((f) => [f.path, f.rule])).toEqual([['/content/summary', 'nul_character']]);
   });
 
   it('keeps the limits equal to the request schema in spec/openapi-control-plane.yaml', () => {

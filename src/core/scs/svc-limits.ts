@@ -9,9 +9,10 @@
  *   the store orders versions by semantic-version precedence (`01.0.0` and `1.0.0` would tie);
  * - no import listed twice (the SCS rules already refuse an SCD listed twice);
  * - svc's own bundle fields `applies_to` ({roles: [role:<name>, ...]}) and `schema_version`
- *   (the SCS version the bundle follows), and an SCD's `applies_to` of the same shape.
+ *   (the SCS version the bundle follows), and an SCD's `applies_to` of the same shape;
+ * - no U+0000 in any string or key (PostgreSQL cannot store it; YAML writes it as "\0").
  * Every finding here is an error (the API answers 400) with rule `svc_limit`,
- * `version_semver`, `duplicate_import` or `applies_to`. Keep these numbers equal to the
+ * `version_semver`, `duplicate_import`, `applies_to` or `nul_character`. Keep these numbers equal to the
  * spec's; src/core/scs/scs.test.ts checks them against it.
  */
 import { type Finding, isObject, ptr } from './rules.js';
@@ -81,10 +82,30 @@ function provenanceFindings(p: unknown, add: Add): void {
   maxLen(p.rationale, SVC_LIMITS.rationale, '/provenance/rationale', 'provenance.rationale', add);
 }
 
+/** The JSON pointer of the first string or key holding U+0000, or null (as the API's findNul). */
+function findNul(v: unknown, at = ''): string | null {
+  if (typeof v === 'string') return v.includes('\u0000') ? at : null;
+  if (v && typeof v === 'object') {
+    for (const [k, x] of Object.entries(v)) {
+      const key = `${at}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+      if (k.includes('\u0000')) return key;
+      const p = findNul(x, key);
+      if (p !== null) return p;
+    }
+  }
+  return null;
+}
+
+function nul(doc: unknown, add: Add): void {
+  const p = findNul(doc);
+  if (p !== null) add(p, 'nul_character', `${p} contains the NUL character (U+0000), which the control plane cannot store`);
+}
+
 /** A bundle manifest: the control plane's limits and svc's extension fields. */
 export function svcBundleFindings(doc: Record<string, unknown>, file?: string): Finding[] {
   const out: Finding[] = [];
   const add = adder(out, file);
+  nul(doc, add);
   maxLen(doc.id, SVC_LIMITS.id, '/id', 'id', add);
   maxLen(doc.title, SVC_LIMITS.title, '/title', 'title', add);
   maxLen(doc.description, SVC_LIMITS.description, '/description', 'description', add);
@@ -117,6 +138,7 @@ export function svcBundleFindings(doc: Record<string, unknown>, file?: string): 
 export function svcScdFindings(doc: Record<string, unknown>, file?: string): Finding[] {
   const out: Finding[] = [];
   const add = adder(out, file);
+  nul(doc, add);
   maxLen(doc.id, SVC_LIMITS.id, '/id', 'id', add);
   maxLen(doc.type, SVC_LIMITS.scdType, '/type', 'type', add);
   maxLen(doc.title, SVC_LIMITS.title, '/title', 'title', add);
