@@ -26,8 +26,8 @@ const SKIP_DIRS = new Set(['node_modules', '.git', '.svc-data']);
 const CONFIG_DIRS: Record<string, string> = { '.svc': 'svc configuration in .svc/, not an SCS document', '.scs': 'SCS tooling configuration in .scs/, not an SCS document' };
 const DOC_EXT = /\.(ya?ml|json)$/i;
 
-export type FileKind = DocumentKind | 'malformed';
-export interface Skipped { file: string; kind: 'config' | 'domain' | 'other'; reason: string }
+type FileKind = DocumentKind | 'malformed';
+interface Skipped { file: string; kind: 'config' | 'domain' | 'other'; reason: string }
 export interface Collected { files: LoadedFile[]; skipped: Skipped[]; dirs: number }
 
 function configReason(abs: string): string | null {
@@ -79,7 +79,7 @@ export function collect(paths: string[]): Collected {
   return { files, skipped, dirs };
 }
 
-export interface ProjectRoot { root: string; marker: string }
+interface ProjectRoot { root: string; marker: string }
 
 const isDir = (p: string) => existsSync(p) && statSync(p).isDirectory();
 
@@ -90,7 +90,7 @@ const isDir = (p: string) => existsSync(p) && statSync(p).isDirectory();
  * `project-bundle.yaml` (the corpus examples' layout). In the SCS layout the project
  * bundle sits in `bundles/`, so the layout markers win over a nearer project bundle.
  */
-export function findScsRoot(start: string): ProjectRoot | null {
+function findScsRoot(start: string): ProjectRoot | null {
   let first = resolve(start);
   if (existsSync(first) && !statSync(first).isDirectory()) first = dirname(first);
   const home = homedir();
@@ -105,7 +105,7 @@ export function findScsRoot(start: string): ProjectRoot | null {
     ?? up((d) => (existsSync(join(d, 'project-bundle.yaml')) ? 'project-bundle.yaml' : null));
 }
 
-export interface RuleSetChoice {
+interface RuleSetChoice {
   version: string;
   /** What declared it: a file (`.scs/config`, `.svc/config.yaml`, a bundle), or `default`. */
   source: string;
@@ -132,7 +132,7 @@ function configVersion(root: string | null): { source: string; value: unknown } 
  * declaring another version than the project's is an error (SCS: a project does not mix
  * versions, docs/MIGRATION-0.3.md).
  */
-export function chooseRuleSet(root: string | null, docs: Array<{ file: string; doc: unknown }>): { choice: RuleSetChoice; findings: Finding[] } {
+function chooseRuleSet(root: string | null, docs: Array<{ file: string; doc: unknown }>): { choice: RuleSetChoice; findings: Finding[] } {
   const findings: Finding[] = [];
   const fromBundles = docs
     .filter((d) => classifyDocument(d.doc) === 'bundle' && (d.doc as Record<string, unknown>).schema_version !== undefined)

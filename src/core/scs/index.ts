@@ -17,8 +17,7 @@ export { checkBundle } from './bundle.js';
 export { checkScd } from './scd.js';
 export { checkProject, classifyDocument, type DocumentKind } from './project.js';
 export {
-  DEFAULT_SCS_VERSION, RULE_SETS, SCS_VERSIONS, isKnownScsVersion, normalizeScsVersion, ruleSetFor,
-  type RuleSet, type ScsVersion,
+  DEFAULT_SCS_VERSION, RULE_SETS, isKnownScsVersion, normalizeScsVersion, ruleSetFor, type RuleSet,
 } from './versions.js';
 export { SVC_LIMITS } from './svc-limits.js';
 

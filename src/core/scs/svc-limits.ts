@@ -59,7 +59,7 @@ function exactVersion(v: string, path: string, add: Add, what = 'version'): void
 }
 
 /** `applies_to` as svc reads it: {roles: [role:<name>, ...]}, at least one role, no repeats, nothing else. */
-export function appliesToFindings(v: unknown, path: string, add: Add): void {
+function appliesToFindings(v: unknown, path: string, add: Add): void {
   if (v === undefined) return;
   if (!isObject(v)) { add(path, 'applies_to', 'applies_to must be a mapping with a roles list ({roles: [role:<name>, ...]})'); return; }
   for (const k of Object.keys(v)) if (k !== 'roles') add(`${path}/${k}`, 'applies_to', `applies_to carries only roles, not '${k}'`);

@@ -38,7 +38,7 @@
 import { ALLOWED_IMPORTS, BUNDLE_TYPE_RULES, BUNDLE_TYPES, type BundleType } from './rules.js';
 
 export type ScsVersion = '0.1.0' | '0.3.0';
-export const SCS_VERSIONS: readonly ScsVersion[] = ['0.1.0', '0.3.0'];
+const SCS_VERSIONS: readonly ScsVersion[] = ['0.1.0', '0.3.0'];
 export const DEFAULT_SCS_VERSION: ScsVersion = '0.3.0';
 
 export interface RuleSet {
