@@ -113,17 +113,27 @@ interface RuleSetChoice {
   rules: RuleSet;
 }
 
-/** `scs_version` from the project's `.scs/config` or `.svc/config.yaml`, when present and readable. */
-function configVersion(root: string | null): { source: string; value: unknown } | null {
-  if (!root) return null;
+/**
+ * `scs_version` from the project's `.scs/config` (or `.scs/config.yaml`) and `.svc/config.yaml`,
+ * in that order. A configuration that cannot be parsed is a warning, not a silent default.
+ */
+function configVersions(root: string | null): { found: Array<{ source: string; value: unknown; config: true }>; findings: Finding[] } {
+  const found: Array<{ source: string; value: unknown; config: true }> = [];
+  const findings: Finding[] = [];
+  if (!root) return { found, findings };
   for (const rel of ['.scs/config', '.scs/config.yaml', '.svc/config.yaml']) {
     const p = join(root, rel);
-    if (!existsSync(p)) continue;
+    if (!existsSync(p) || isDir(p)) continue;
     let doc: unknown;
-    try { doc = parse(readFileSync(p, 'utf8')); } catch { continue; }
-    if (doc && typeof doc === 'object' && 'scs_version' in doc) return { source: display(p), value: (doc as Record<string, unknown>).scs_version };
+    try {
+      doc = parse(readFileSync(p, 'utf8'));
+    } catch (e) {
+      findings.push({ severity: 'warning', path: '', rule: 'scs_config_unreadable', file: display(p), message: `cannot read its scs_version (${(e as Error).message.split('\n')[0]})` });
+      continue;
+    }
+    if (doc && typeof doc === 'object' && 'scs_version' in doc) found.push({ source: display(p), value: (doc as Record<string, unknown>).scs_version, config: true });
   }
-  return null;
+  return { found, findings };
 }
 
 /**
@@ -133,11 +143,13 @@ function configVersion(root: string | null): { source: string; value: unknown } 
  * versions, docs/MIGRATION-0.3.md).
  */
 function chooseRuleSet(root: string | null, docs: Array<{ file: string; doc: unknown }>): { choice: RuleSetChoice; findings: Finding[] } {
-  const findings: Finding[] = [];
+  const configs = configVersions(root);
+  const findings: Finding[] = [...configs.findings];
   const fromBundles = docs
     .filter((d) => classifyDocument(d.doc) === 'bundle' && (d.doc as Record<string, unknown>).schema_version !== undefined)
-    .map((d) => ({ source: d.file, value: (d.doc as Record<string, unknown>).schema_version }));
-  const primary = configVersion(root) ?? fromBundles[0] ?? null;
+    .map((d) => ({ source: d.file, value: (d.doc as Record<string, unknown>).schema_version, config: false }));
+  const declarations = [...configs.found, ...fromBundles];
+  const primary = declarations[0] ?? null;
   if (!primary) return { choice: { version: DEFAULT_SCS_VERSION, source: 'default', declared: null, rules: RULE_SETS[DEFAULT_SCS_VERSION] }, findings };
   const declared = normalizeScsVersion(primary.value);
   const shown = typeof primary.value === 'string' || typeof primary.value === 'number' ? String(primary.value) : JSON.stringify(primary.value);
@@ -145,15 +157,14 @@ function chooseRuleSet(root: string | null, docs: Array<{ file: string; doc: unk
   if (isKnownScsVersion(declared)) rules = RULE_SETS[declared];
   else {
     findings.push({
-      severity: 'warning', path: primary.source.endsWith('config') || primary.source.endsWith('config.yaml') ? '/scs_version' : '/schema_version', rule: 'scs_version_unknown', file: primary.source,
+      severity: 'warning', path: primary.config ? '/scs_version' : '/schema_version', rule: 'scs_version_unknown', file: primary.source,
       message: `SCS version ${shown} has no rule set in svc (known: ${Object.keys(RULE_SETS).join(', ')}); validating with the ${DEFAULT_SCS_VERSION} rules`,
     });
   }
-  for (const b of fromBundles) {
-    if (b === primary) continue;
-    if (normalizeScsVersion(b.value) !== declared) {
-      findings.push({ severity: 'error', path: '/schema_version', rule: 'scs_version_mixed', file: b.source, message: `schema_version ${String(b.value)} differs from the project's SCS version ${shown} (${primary.source}); a project follows one SCS version` });
-    }
+  for (const b of declarations) {
+    if (b === primary || normalizeScsVersion(b.value) === declared) continue;
+    const field = b.config ? 'scs_version' : 'schema_version';
+    findings.push({ severity: 'error', path: `/${field}`, rule: 'scs_version_mixed', file: b.source, message: `${field} ${String(b.value)} differs from the project's SCS version ${shown} (${primary.source}); a project follows one SCS version` });
   }
   return { choice: { version: rules.version, source: primary.source, declared: shown, rules }, findings };
 }

@@ -348,11 +348,24 @@ describe('svc validate in a project, over directories, by SCS version (issue 23)
     writeFileSync(w('own', 'x.yaml'), 'id: scd:project:x\ntype: project\ntitle: X\nversion: "1.0.0"\ndescription: x\ncontent: {summary: x}\nprovenance: {created_by: me, created_at: "2026-01-01T00:00:00Z"}\n');
     cpSync(w('own'), w('mixed'), { recursive: true });
     writeFileSync(w('mixed', 'b.yaml'), 'id: bundle:b\ntype: concern\nschema_version: "0.3.0"\nversion: "1.0.0"\ntitle: B\ndescription: b\nimports: []\nscds: [scd:project:x]\nprovenance: {created_by: me, created_at: "2026-01-01T00:00:00Z"}\n');
-    const [concern, own, mixed] = await Promise.all([
+    cpSync(w('fx', 'scs-0.1.0'), w('two-configs'), { recursive: true });
+    mkdirSync(w('two-configs', '.svc'));
+    writeFileSync(w('two-configs', '.svc', 'config.yaml'), 'scs_version: "0.3"\n');
+    cpSync(w('fx', 'scs-0.1.0'), w('bad-config'), { recursive: true });
+    writeFileSync(w('bad-config', '.scs', 'config'), 'scs_version: [\n');
+    const [concern, own, mixed, twoConfigs, badConfig] = await Promise.all([
       s.run(['validate', 'with-concern/bundles/concern.yaml', '--strict']),
       s.run(['validate', 'own', '--strict', '-o', 'json']),
       s.run(['validate', 'mixed', '--strict', '-o', 'json']),
+      s.run(['validate', 'two-configs', '--strict']),
+      s.run(['validate', 'bad-config', '--strict']),
     ]);
+    expect(twoConfigs.code).toBe(1);
+    expect(twoConfigs.stdout).toContain("two-configs/.svc/config.yaml: error /scs_version [scs_version_mixed] scs_version 0.3 differs from the project's SCS version 0.1.0 (two-configs/.scs/config)");
+    // An unreadable .scs/config is said, not taken silently as "undeclared".
+    expect(badConfig.code).toBe(1); // the 0.1.0 domain bundle under the 0.3.0 rules
+    expect(badConfig.stdout).toContain('bad-config/.scs/config: warning / [scs_config_unreadable] cannot read its scs_version');
+    expect(badConfig.stdout).toContain('[strict; SCS 0.3.0 rules, no version declared]');
     expect(concern.code).toBe(1);
     expect(concern.stdout).toContain('with-concern/bundles/concern.yaml: error /type [bundle_type] type "concern" must be one of meta, standards, domain, project (SCS 0.1.0)');
     expect(own.code, own.stdout).toBe(0);
