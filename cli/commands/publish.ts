@@ -26,13 +26,14 @@ import type { components } from '../../gen/openapi/control-plane.js';
 import { classifyDocument, parseImport } from '../../src/core/scs/index.js';
 import { compareSemver, isReleaseVersion } from '../../src/shared/semver.js';
 import { ApiError, call, connection, controlPlane, str, withApiOptions, type Connection } from '../lib/api.js';
-import { display, loadPaths, type LoadedFile } from '../lib/documents.js';
+import { display, type LoadedFile } from '../lib/documents.js';
 import { CliError, EXIT, usageError } from '../lib/errors.js';
 import { err, json, out } from '../lib/io.js';
 import { describeProblem, verifyManifests } from '../lib/manifest.js';
 import { outputFormat, paint, table } from '../lib/output.js';
 import { rawOption } from '../lib/argv.js';
-import { exitCodeOf, formatFinding, validateLoaded } from './validate.js';
+import { collect, validateCollected } from '../lib/validation.js';
+import { exitCodeOf, formatFinding } from './validate.js';
 
 type BundleVersionDetail = components['schemas']['BundleVersionDetail'];
 type Deployment = components['schemas']['Deployment'];
@@ -252,8 +253,8 @@ export function registerPublish(cli: CAC): void {
       const progress = (line: string) => { if (process.stderr.isTTY) err(paint(line, 'dim', process.stderr)); };
 
       // 1. Strict validation and release manifests: nothing is sent unless both pass.
-      const { files } = loadPaths([dir]);
-      const report = validateLoaded(files, true, true);
+      const { files } = collect([dir]);
+      const report = validateCollected({ files, skipped: [], dirs: 1 }, { strict: true, alone: false, paths: [dir] });
       if (!report.valid) {
         for (const f of report.findings) err(formatFinding(f));
         const code = exitCodeOf(report);

@@ -41,23 +41,32 @@ export function loadFile(path: string): LoadedFile {
 
 function parseText(abs: string, text: string): LoadedFile {
   const file = display(abs);
+  const syntax = (message: string, pos?: { line: number; col: number }): Finding => ({
+    severity: 'error', path: '', rule: 'yaml_syntax', file, message,
+    ...(pos ? { line: pos.line, column: pos.col } : {}),
+  });
   const docs = parseAllDocuments(text, { prettyErrors: true });
   const list = Array.isArray(docs) ? docs : [docs];
   const problems = list.flatMap((d) => d.errors);
   if (problems.length > 0) {
     return {
       file, abs, doc: undefined,
-      syntax: problems.map((p) => ({
-        severity: 'error' as const, path: '', rule: 'yaml_syntax', file,
-        message: `not well-formed YAML: ${p.message.split('\n')[0]}`,
-      })),
+      // The yaml library's own position (linePos), not a stack: file:line:column in the finding.
+      syntax: problems.map((p) => syntax(`not well-formed YAML: ${p.message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '')}`, p.linePos?.[0])),
     };
   }
   if (list.length > 1) {
-    return { file, abs, doc: undefined, syntax: [{ severity: 'error', path: '', rule: 'yaml_syntax', file, message: `holds ${list.length} YAML documents; an SCS file holds one` }] };
+    const second = list[1].range?.[0];
+    const line = second === undefined ? undefined : text.slice(0, second).split('\n').length;
+    return { file, abs, doc: undefined, syntax: [syntax(`holds ${list.length} YAML documents; an SCS file holds one`, line ? { line, col: 1 } : undefined)] };
   }
-  const doc = list.length === 0 ? null : list[0].toJS({ maxAliasCount: 100 });
-  return { file, abs, doc };
+  try {
+    const doc = list.length === 0 ? null : list[0].toJS({ maxAliasCount: 100 });
+    return { file, abs, doc };
+  } catch (e) {
+    // e.g. an alias bomb (more than 100 alias expansions): a finding, never a stack.
+    return { file, abs, doc: undefined, syntax: [syntax(`not well-formed YAML: ${(e as Error).message.split('\n')[0]}`)] };
+  }
 }
 
 /** Every document file under `dir`, sorted, skipping node_modules, .git and .svc. */
@@ -79,26 +88,6 @@ export function walk(dir: string): string[] {
   };
   visit(dir);
   return out;
-}
-
-/** Loads every named file, and every document file under every named directory. */
-export function loadPaths(paths: string[]): { files: LoadedFile[]; dirs: number } {
-  const files: LoadedFile[] = [];
-  let dirs = 0;
-  for (const p of paths) {
-    const abs = resolve(p);
-    let st;
-    try {
-      st = statSync(abs);
-    } catch (e) {
-      throw new CliError(`${p}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file or directory' : `cannot read (${(e as NodeJS.ErrnoException).code})`}`, EXIT.unreadable);
-    }
-    if (st.isDirectory()) {
-      dirs++;
-      for (const f of walk(abs)) files.push(loadFile(f));
-    } else files.push(loadFile(abs));
-  }
-  return { files, dirs };
 }
 
 /** The project root for a path: the nearest ancestor holding `.svc/`, or null. */

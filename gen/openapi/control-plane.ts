@@ -2087,6 +2087,12 @@ export interface components {
         AppliesTo: {
             roles: components["schemas"]["RoleId"][];
         };
+        /**
+         * @description As the SCS bundle schema has it: `created_by` and `created_at` required, the listed
+         *     fields typed, any other field (for example `source`) accepted and kept
+         *     (`additionalProperties: true` in the SCS schema; `svc validate` and this API give one
+         *     verdict). The lengths are this API's payload limits.
+         */
         BundleProvenance: {
             created_by: string;
             /** Format: date-time */
@@ -2095,6 +2101,8 @@ export interface components {
             updated_by?: string;
             /** Format: date-time */
             updated_at?: string;
+        } & {
+            [key: string]: unknown;
         };
         ScdRelationship: {
             /**

@@ -58,7 +58,8 @@ describe('svc new', () => {
 
     const v = await s.run(['validate', '.', '--strict'], { cwd: root });
     expect(v.code, v.stdout).toBe(0);
-    expect(v.stdout).toMatch(/^VALID: \d+ file\(s\) checked .* 0 error\(s\), 0 warning\(s\) \[strict\]$/m);
+    // Since issue 23 the summary names the rule set, here from the scs_version svc new writes.
+    expect(v.stdout).toMatch(/^VALID: \d+ file\(s\) checked .* 0 error\(s\), 0 warning\(s\) \[strict; SCS 0\.3\.0 rules, declared 0\.3 in \.svc\/config\.yaml\]$/m);
   });
 
   it('never overwrites an existing directory', async () => {

@@ -13,7 +13,7 @@ import { and, desc, eq, inArray, sql } from 'drizzle-orm';
 import type { Db } from '../db/index.js';
 import { bundleScds, bundles } from '../db/schema/index.js';
 import { AppError, type ValidationIssue } from '../../shared/errors.js';
-import { checkBundle, checkScd, type BundleType, type Finding } from '../scs/index.js';
+import { checkBundle, checkScd, ruleSetFor, type BundleType, type Finding } from '../scs/index.js';
 import { loadHeads, resolveImport, type BundleHead } from '../graph/resolve.js';
 import { parseRef, SCD_ID_RE } from '../graph/refs.js';
 
@@ -102,12 +102,14 @@ export async function checkBundleInput(db: Db, body: unknown): Promise<BundleChe
 
   // --- the shared SCS rules: loose errors reject; what strict adds is a stored finding ---
   const manifest = manifestOf(body);
-  // The SCS bundle schema knows nothing of our payload extensions.
-  const { applies_to: _a, schema_version: _s, ...scsManifest } = manifest;
-  const loose = checkBundle(scsManifest, { strict: false, knownTypes });
+  // svc's extensions (applies_to, schema_version) are known to the shared rules; the rule set
+  // is the one of the SCS version the bundle declares in schema_version (default 0.3.0), as
+  // `svc validate` judges it.
+  const rules = ruleSetFor(manifest.schema_version);
+  const loose = checkBundle(manifest, { strict: false, knownTypes, rules });
   const looseKeys = new Set(loose.map((f) => `${f.path}\u0000${f.rule}`));
   for (const f of loose) (f.severity === 'error' ? errors : findings).push(fromFinding(f, '/body', body));
-  for (const f of checkBundle(scsManifest, { strict: true, knownTypes })) {
+  for (const f of checkBundle(manifest, { strict: true, knownTypes, rules })) {
     if (!looseKeys.has(`${f.path}\u0000${f.rule}`)) findings.push(fromFinding(f, '/body', body));
   }
 

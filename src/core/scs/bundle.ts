@@ -4,16 +4,20 @@
  * constraints. Strict adds the SCS bundle JSON Schema and the meta-import rules.
  */
 import {
-  ALLOWED_IMPORTS, BUNDLE_ID_RE, BUNDLE_REQUIRED, BUNDLE_TYPE_RULES, BUNDLE_TYPES, BUNDLE_VERSION_RE,
+  BUNDLE_ID_RE, BUNDLE_REQUIRED, BUNDLE_VERSION_RE,
   type BundleType, type Finding, SCD_ID_RE, SEMVER_RE, isObject, parseImport, ptr, scdTier,
 } from './rules.js';
 import { schemaFindings } from './schemas.js';
+import { svcBundleFindings } from './svc-limits.js';
+import { DEFAULT_SCS_VERSION, RULE_SETS, type RuleSet } from './versions.js';
 
 export interface CheckBundleOptions {
   strict: boolean;
   file?: string;
   /** Types of other bundles by id, when the caller knows them (enables the import-hierarchy rule). */
   knownTypes?: ReadonlyMap<string, BundleType> | Record<string, BundleType>;
+  /** The SCS version's rule set (versions.ts); default 0.3.0. */
+  rules?: RuleSet;
 }
 
 export function checkBundle(doc: unknown, opts: CheckBundleOptions): Finding[] {
@@ -21,6 +25,7 @@ export function checkBundle(doc: unknown, opts: CheckBundleOptions): Finding[] {
   const add = (path: string, rule: string, message: string, severity: Finding['severity'] = 'error') =>
     out.push({ severity, path, rule, message, ...(opts.file ? { file: opts.file } : {}) });
 
+  const rules = opts.rules ?? RULE_SETS[DEFAULT_SCS_VERSION];
   if (!isObject(doc)) {
     add('', 'document_type', `a bundle must be a mapping (object), got ${doc === null ? 'null' : Array.isArray(doc) ? 'a list' : typeof doc}`);
     return out;
@@ -35,8 +40,8 @@ export function checkBundle(doc: unknown, opts: CheckBundleOptions): Finding[] {
   }
   let type: BundleType | null = null;
   if (doc.type != null) {
-    if (typeof doc.type === 'string' && (BUNDLE_TYPES as readonly string[]).includes(doc.type)) type = doc.type as BundleType;
-    else add('/type', 'bundle_type', `type ${JSON.stringify(doc.type)} must be one of ${BUNDLE_TYPES.join(', ')}`);
+    if (typeof doc.type === 'string' && (rules.bundleTypes as readonly string[]).includes(doc.type)) type = doc.type as BundleType;
+    else add('/type', 'bundle_type', `type ${JSON.stringify(doc.type)} must be one of ${rules.bundleTypes.join(', ')}${rules.version === DEFAULT_SCS_VERSION ? '' : ` (SCS ${rules.version})`}`);
   }
   if (doc.version != null && (typeof doc.version !== 'string' || !BUNDLE_VERSION_RE.test(doc.version))) {
     add('/version', 'version_pattern', `version ${JSON.stringify(doc.version)} must be a semantic version X.Y.Z or DRAFT`);
@@ -72,8 +77,10 @@ export function checkBundle(doc: unknown, opts: CheckBundleOptions): Finding[] {
     });
   }
 
-  if (type && imports && scds) typeConstraints(type, label, imports, scds, add);
-  if (type && imports && opts.knownTypes) hierarchy(type, label, imports, toMap(opts.knownTypes), add);
+  if (type && imports && scds) typeConstraints(rules, type, label, imports, scds, add);
+  if (type && imports && opts.knownTypes) hierarchy(rules, type, label, imports, toMap(opts.knownTypes), add);
+  // What the control plane refuses beyond the SCS rules (payload limits, svc's extensions).
+  out.push(...svcBundleFindings(doc, opts.file));
 
   if (opts.strict) {
     if (type === 'project' && imports) metaImport(label, imports, opts.knownTypes ? toMap(opts.knownTypes) : null, add);
@@ -82,7 +89,9 @@ export function checkBundle(doc: unknown, opts: CheckBundleOptions): Finding[] {
     }
     // The schema repeats most structural checks: keep only what they did not already say.
     const covered = out.map((f) => f.path);
-    for (const f of schemaFindings('bundle', doc, 'schema', opts.file)) {
+    // svc's own bundle fields (applies_to, schema_version) are checked by svcBundleFindings.
+    const { applies_to: _a, schema_version: _s, ...scsDoc } = doc;
+    for (const f of schemaFindings(rules.bundleSchema, scsDoc, 'schema', opts.file)) {
       if (!covered.some((p) => p === f.path || f.path.startsWith(p + '/'))) out.push(f);
     }
   }
@@ -101,8 +110,8 @@ function stringList(doc: Record<string, unknown>, f: 'imports' | 'scds', add: Ad
   return v;
 }
 
-function typeConstraints(type: BundleType, label: string, imports: unknown[], scds: unknown[], add: Add): void {
-  const rule = BUNDLE_TYPE_RULES[type];
+function typeConstraints(rules: RuleSet, type: BundleType, label: string, imports: unknown[], scds: unknown[], add: Add): void {
+  const rule = rules.typeRules[type];
   if (type === 'standards') {
     // XOR: a standards bundle aggregates (imports) or contains (scds), not both, not neither.
     if (imports.length > 0 && scds.length > 0) {
@@ -128,7 +137,8 @@ function typeConstraints(type: BundleType, label: string, imports: unknown[], sc
   }
 }
 
-function hierarchy(type: BundleType, label: string, imports: unknown[], known: Map<string, BundleType>, add: Add): void {
+function hierarchy(rules: RuleSet, type: BundleType, label: string, imports: unknown[], known: Map<string, BundleType>, add: Add): void {
+  const allowed = rules.allowedImports;
   let concerns = 0;
   let allKnown = true;
   imports.forEach((ref, i) => {
@@ -137,11 +147,11 @@ function hierarchy(type: BundleType, label: string, imports: unknown[], known: M
     const t = known.get(parsed.id);
     if (!t) { allKnown = false; return; }
     if (t === 'concern') concerns++;
-    if (!ALLOWED_IMPORTS[type].includes(t)) {
-      add(ptr('imports', i), 'import_hierarchy', `${type} bundle '${label}' cannot import ${t} bundle ${ref} (a ${type} bundle may import: ${ALLOWED_IMPORTS[type].join(', ') || 'nothing'})`);
+    if (!allowed[type].includes(t)) {
+      add(ptr('imports', i), 'import_hierarchy', `${type} bundle '${label}' cannot import ${t} bundle ${ref} (a ${type} bundle may import: ${allowed[type].join(', ') || 'nothing'})`);
     }
   });
-  if (type === 'domain' && allKnown && imports.length > 0 && concerns === 0) {
+  if (rules.domainImportsConcern && type === 'domain' && allKnown && imports.length > 0 && concerns === 0) {
     add('/imports', 'import_hierarchy', `domain bundle '${label}' must import at least one concern bundle`);
   }
 }

@@ -7,6 +7,7 @@ import { checkProject, classifyDocument, type DocumentKind } from './project.js'
 import type { Finding } from './rules.js';
 import { checkScd } from './scd.js';
 import { schemaFindings } from './schemas.js';
+import type { RuleSet } from './versions.js';
 
 export type { Finding, BundleType } from './rules.js';
 export {
@@ -15,15 +16,22 @@ export {
 export { checkBundle } from './bundle.js';
 export { checkScd } from './scd.js';
 export { checkProject, classifyDocument, type DocumentKind } from './project.js';
+export {
+  DEFAULT_SCS_VERSION, RULE_SETS, isKnownScsVersion, normalizeScsVersion, ruleSetFor, type RuleSet,
+} from './versions.js';
+export { SVC_LIMITS } from './svc-limits.js';
 
-/** Checks one document of any kind (bundle, SCD, domain manifest); an unknown kind is an error. */
-export function checkDocument(doc: unknown, opts: { strict: boolean; file?: string }): { kind: DocumentKind; findings: Finding[] } {
+/**
+ * Checks one document of any kind (bundle, SCD, domain manifest); an unknown kind is an
+ * error. Under a rule set without domain manifests (SCS 0.1.0) a domain manifest is not checked.
+ */
+export function checkDocument(doc: unknown, opts: { strict: boolean; file?: string; rules?: RuleSet }): { kind: DocumentKind; findings: Finding[] } {
   const kind = classifyDocument(doc);
   const file = opts.file ? { file: opts.file } : {};
   switch (kind) {
     case 'bundle': return { kind, findings: checkBundle(doc, opts) };
     case 'scd': return { kind, findings: checkScd(doc, opts) };
-    case 'domain': return { kind, findings: opts.strict ? schemaFindings('domain', doc, 'domain_schema', opts.file) : [] };
+    case 'domain': return { kind, findings: opts.strict && (opts.rules?.domainManifests ?? true) ? schemaFindings('domain', doc, 'domain_schema', opts.file) : [] };
     default: return {
       kind,
       findings: [{ severity: 'error', path: '', rule: 'document_kind', message: 'not an SCS bundle, SCD or domain manifest (no bundle:/scd: id)', ...file }],
@@ -37,12 +45,12 @@ export function checkDocument(doc: unknown, opts: { strict: boolean; file?: stri
  */
 export function validateDocuments(
   files: Array<{ file: string; doc: unknown }>,
-  opts: { strict: boolean },
+  opts: { strict: boolean; rules?: RuleSet },
 ): { findings: Finding[]; kinds: Map<string, DocumentKind> } {
   const kinds = new Map<string, DocumentKind>();
   const all: Finding[] = [];
   for (const { file, doc } of files) {
-    const r = checkDocument(doc, { strict: opts.strict, file });
+    const r = checkDocument(doc, { strict: opts.strict, file, rules: opts.rules });
     kinds.set(file, r.kind);
     if (r.kind !== 'unknown') all.push(...r.findings);
   }

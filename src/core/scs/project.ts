@@ -9,6 +9,7 @@ import { checkBundle } from './bundle.js';
 import {
   BUNDLE_TYPES, type BundleType, type Finding, SCD_ID_RE, isObject, parseImport, ptr,
 } from './rules.js';
+import type { RuleSet } from './versions.js';
 
 export type DocumentKind = 'bundle' | 'scd' | 'domain' | 'unknown';
 
@@ -27,7 +28,7 @@ export function classifyDocument(doc: unknown): DocumentKind {
 
 interface LoadedBundle { file: string; doc: Record<string, unknown>; id: string; version: string | null; type: BundleType | null }
 
-export function checkProject(files: Array<{ file: string; doc: unknown }>, opts: { strict: boolean }): Finding[] {
+export function checkProject(files: Array<{ file: string; doc: unknown }>, opts: { strict: boolean; rules?: RuleSet }): Finding[] {
   const sev: Finding['severity'] = opts.strict ? 'error' : 'warning';
   const out: Finding[] = [];
   const add = (file: string, path: string, rule: string, message: string, severity = sev) =>
@@ -89,7 +90,7 @@ export function checkProject(files: Array<{ file: string; doc: unknown }>, opts:
         add(b.file, ptr('imports', i), 'import_unresolved', `${b.id} imports ${ref} unpinned, but ${parsed.id} exists only as DRAFT (unpinned imports resolve to published versions)`);
       }
     });
-    for (const f of checkBundle(b.doc, { strict: opts.strict, file: b.file, knownTypes })) {
+    for (const f of checkBundle(b.doc, { strict: opts.strict, file: b.file, knownTypes, rules: opts.rules })) {
       if (f.rule === 'import_hierarchy' || f.rule === 'meta_import_required' || f.rule === 'meta_version_pinning') {
         out.push({ ...f, severity: f.rule === 'meta_version_pinning' ? 'error' : sev });
       }

@@ -11,6 +11,9 @@ export interface Finding {
   rule: string;
   message: string;
   file?: string;
+  /** Where in the file, 1-based, when known (YAML syntax errors). */
+  line?: number;
+  column?: number;
 }
 
 export const BUNDLE_TYPES = ['meta', 'standards', 'domain', 'concern', 'project'] as const;

@@ -9,6 +9,7 @@ import {
   type ScdTier, isObject, ptr, scdTier,
 } from './rules.js';
 import { schemaFindings } from './schemas.js';
+import { svcScdFindings } from './svc-limits.js';
 
 export function checkScd(doc: unknown, opts: { strict: boolean; file?: string }): Finding[] {
   const out: Finding[] = [];
@@ -36,6 +37,8 @@ export function checkScd(doc: unknown, opts: { strict: boolean; file?: string })
   }
   if (doc.title != null && (typeof doc.title !== 'string' || doc.title.trim() === '')) add('/title', 'field_type', 'title must be a non-empty string');
   if (doc.version != null && typeof doc.version !== 'string') add('/version', 'field_type', 'version must be a string');
+  // What the control plane refuses beyond the SCS rules (payload limits, svc's applies_to).
+  out.push(...svcScdFindings(doc, opts.file));
 
   if (!opts.strict) return out;
 

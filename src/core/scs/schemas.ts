@@ -31,13 +31,27 @@ function validator(name: SchemaName): ValidateFunction {
     addFormats(instance);
     ajv = instance;
   }
-  const schema = JSON.parse(readFileSync(new URL(`./schemas/${FILES[name]}`, import.meta.url), 'utf8')) as object;
-  fn = ajv.compile(schema);
+  const file = name === 'bundle-0.1' ? FILES.bundle : FILES[name];
+  const schema = JSON.parse(readFileSync(new URL(`./schemas/${file}`, import.meta.url), 'utf8')) as Record<string, unknown>;
+  fn = ajv.compile(name === 'bundle-0.1' ? bundle01(schema) : schema);
   compiled.set(name, fn);
   return fn;
 }
 
-export type SchemaName = keyof typeof FILES;
+export type SchemaName = keyof typeof FILES | 'bundle-0.1';
+
+/**
+ * The SCS 0.1.0 bundle schema, derived from the 0.3 one (see versions.ts, difference 3):
+ * no `concern` type, and none of the concern/domain conditionals 0.3 added (the 0.1 domain
+ * container rule is a type rule in versions.ts).
+ */
+function bundle01(schema: Record<string, unknown>): object {
+  const s = structuredClone(schema) as { $id?: string; properties: { type: { enum: string[] } }; allOf: Array<{ if: { properties: { type: { const: string } } } }> };
+  s.$id = (s.$id ?? 'https://structuredcontext.dev/schema/bundle.schema.json').replace(/\.json$/, '-0.1.0.json');
+  s.properties.type.enum = s.properties.type.enum.filter((t) => t !== 'concern');
+  s.allOf = s.allOf.filter((c) => !['concern', 'domain'].includes(c.if.properties.type.const));
+  return s;
+}
 
 /** Validates `doc` against one SCS schema; findings carry rule `rule` and a JSON-pointer path. */
 export function schemaFindings(name: SchemaName, doc: unknown, rule: string, file?: string): Finding[] {

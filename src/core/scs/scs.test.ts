@@ -2,7 +2,10 @@ import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { checkBundle, checkProject, checkScd, classifyDocument, validateDocuments, type Finding } from './index.js';
+import {
+  RULE_SETS, SVC_LIMITS, checkBundle, checkDocument, checkProject, checkScd, classifyDocument, normalizeScsVersion, ruleSetFor,
+  validateDocuments, type Finding,
+} from './index.js';
 import { FIXTURE_SCS, WHOLE_SCS, wholeCorpusSkipNote } from '../../../test/fixtures/scs-corpus.js';
 
 // The whole public corpus only when SVC_SCS_CORPUS names it; the subset in test/fixtures/scs always.
@@ -233,5 +236,72 @@ describe('checkProject', () => {
     expect(alone.map((f) => [f.severity, f.rule])).toEqual([['warning', 'relationship_unresolved'], ['warning', 'depends_on_cycle']]);
     const withProject = checkProject(files(a, b, bundle({ id: 'bundle:p', type: 'project', scds: [], imports: ['bundle:x'] }), bundle({ scds: ['scd:project:a', 'scd:project:b'] })), { strict: true });
     expect(withProject.find((f) => f.rule === 'relationship_unresolved')!.severity).toBe('error');
+  });
+});
+
+describe('rule sets by SCS version', () => {
+  const v01 = RULE_SETS['0.1.0'];
+  const container = bundle({ type: 'domain', scds: ['scd:project:a'], imports: [] });
+
+  it('0.1.0: a domain bundle is a container of project SCDs, there is no concern type; 0.3.0 is the default', () => {
+    expect(checkBundle(container, { strict: true, rules: v01 })).toEqual([]);
+    expect(rules(checkBundle(container, { strict: true }))).toEqual(['bundle_type', 'bundle_type']);
+    expect(rules(checkBundle(bundle({ type: 'domain', scds: [], imports: ['bundle:c:1.0.0'] }), { strict: true, rules: v01 }))).toEqual(['bundle_type', 'bundle_type']);
+    expect(rules(checkBundle(bundle(), { strict: true, rules: v01 }))).toEqual(['bundle_type']);
+    // The 0.3-only hierarchy rules: a domain importing no concern, a project importing a 0.1 domain.
+    const project = bundle({ id: 'bundle:p', type: 'project', scds: [], imports: ['bundle:meta:1.0.0', 'bundle:d'] });
+    const known = { 'bundle:meta': 'meta', 'bundle:d': 'domain' } as const;
+    expect(checkBundle(project, { strict: true, rules: v01, knownTypes: known })).toEqual([]);
+    const set = [{ file: 'p.yaml', doc: project }, { file: 'm.yaml', doc: bundle({ id: 'bundle:meta', type: 'meta', scds: ['scd:meta:m'] }) }];
+    expect(checkProject([...set, { file: 'd.yaml', doc: { ...container, id: 'bundle:d' } }, { file: 'a.yaml', doc: scd() }], { strict: true, rules: v01 }).filter((f) => f.rule !== 'scd_unresolved')).toEqual([]);
+    const domainManifest = { domain: { id: 'domain:x' } };
+    expect(checkDocument(domainManifest, { strict: true, rules: v01 }).findings).toEqual([]);
+    expect(checkDocument(domainManifest, { strict: true }).findings.length).toBeGreaterThan(0);
+  });
+
+  it('reads versions as declared (0.3, v0.3, 0.3.0) and falls back to 0.3.0', () => {
+    expect(normalizeScsVersion('0.3')).toBe('0.3.0');
+    expect(normalizeScsVersion('v0.1')).toBe('0.1.0');
+    expect(normalizeScsVersion(0.1)).toBe('0.1.0');
+    expect(normalizeScsVersion('latest')).toBeNull();
+    expect(ruleSetFor('0.1').version).toBe('0.1.0');
+    expect(ruleSetFor('0.2.0').version).toBe('0.3.0');
+    expect(ruleSetFor(undefined).version).toBe('0.3.0');
+  });
+});
+
+describe('what the control plane refuses beyond SCS (svc-limits)', () => {
+  it('accepts extra provenance fields and svc\'s own fields; refuses what the API cannot store', () => {
+    expect(checkBundle(bundle({ provenance: { created_by: 'me', created_at: now, source: 'x' } }), { strict: true })).toEqual([]);
+    expect(checkBundle(bundle({ schema_version: '0.3.0', applies_to: { roles: ['role:nurse'] } }), { strict: true })).toEqual([]);
+    expect(rules(checkBundle(bundle({ version: '01.0.0' }), { strict: false }))).toEqual(['version_semver']);
+    expect(rules(checkBundle(bundle({ type: 'project', scds: [], imports: ['bundle:meta:1.0.0', 'bundle:meta:1.0.0'] }), { strict: false }))).toEqual(['duplicate_import']);
+    expect(rules(checkBundle(bundle({ title: 'x'.repeat(257) }), { strict: false }))).toEqual(['svc_limit']);
+    expect(rules(checkBundle(bundle({ applies_to: { roles: ['nurse'], extra: 1 } }), { strict: false }))).toEqual(['applies_to', 'applies_to']);
+    expect(rules(checkBundle(bundle({ schema_version: '' }), { strict: false }))).toEqual(['svc_limit']);
+    expect(rules(checkScd(scd({ description: 'x'.repeat(4097) }), { strict: false }))).toEqual(['svc_limit']);
+    expect(rules(checkScd(scd({ applies_to: { roles: [] } }), { strict: false }))).toEqual(['applies_to']);
+    expect(checkScd(scd({ content: { summary: 'a\u0000b' } }), { strict: false }).map((f) => [f.path, f.rule])).toEqual([['/content/summary', 'nul_character']]);
+  });
+
+  it('keeps the limits equal to the request schema in spec/openapi-control-plane.yaml', () => {
+    const spec = parse(readFileSync(new URL('../../../spec/openapi-control-plane.yaml', import.meta.url), 'utf8')) as { components: { schemas: Record<string, { properties: Record<string, { maxLength?: number; maxItems?: number }> }> } };
+    const sc = spec.components.schemas;
+    const max = (schema: string, prop: string) => sc[schema].properties[prop];
+    expect(max('BundleCreate', 'title').maxLength).toBe(SVC_LIMITS.title);
+    expect(max('BundleCreate', 'description').maxLength).toBe(SVC_LIMITS.description);
+    expect(max('BundleCreate', 'imports').maxItems).toBe(SVC_LIMITS.items);
+    expect(max('BundleCreate', 'scds').maxItems).toBe(SVC_LIMITS.items);
+    expect(max('BundleCreate', 'schema_version').maxLength).toBe(SVC_LIMITS.schemaVersion);
+    expect((sc.BundleId as unknown as { maxLength: number }).maxLength).toBe(SVC_LIMITS.id);
+    expect((sc.BundleRef as unknown as { maxLength: number }).maxLength).toBe(SVC_LIMITS.importRef);
+    expect(max('BundleProvenance', 'created_by').maxLength).toBe(SVC_LIMITS.person);
+    expect(max('BundleProvenance', 'rationale').maxLength).toBe(SVC_LIMITS.rationale);
+    expect((sc.BundleProvenance as unknown as { additionalProperties: boolean }).additionalProperties).toBe(true);
+    expect(max('ScdDocument', 'description').maxLength).toBe(SVC_LIMITS.description);
+    expect(max('ScdDocument', 'type').maxLength).toBe(SVC_LIMITS.scdType);
+    expect(max('ScdDocument', 'version').maxLength).toBe(SVC_LIMITS.scdVersion);
+    expect(max('ScdRelationship', 'type').maxLength).toBe(SVC_LIMITS.relationshipType);
+    expect(max('ScdRelationship', 'target').maxLength).toBe(SVC_LIMITS.relationshipTarget);
   });
 });

@@ -376,6 +376,12 @@ class AppliesTo(TypedDict):
 
 
 class BundleProvenance(TypedDict):
+    """
+    As the SCS bundle schema has it: `created_by` and `created_at` required, the listed
+    fields typed, any other field (for example `source`) accepted and kept
+    (`additionalProperties: true` in the SCS schema; `svc validate` and this API give one
+    verdict). The lengths are this API's payload limits.
+    """
     created_by: str
     created_at: str
     rationale: NotRequired[str]
