@@ -8,7 +8,9 @@ import { AUDIT_SUBCOMMANDS, registerAudit } from './commands/audit.js';
 import { registerBundleCreate } from './commands/bundle-create.js';
 import { registerBundlePublish } from './commands/bundle-publish.js';
 import { registerBundleVersion } from './commands/bundle-version.js';
+import { registerCompletion } from './commands/completion.js';
 import { CONFIG_SUBCOMMANDS, registerConfig } from './commands/config.js';
+import { CONTEXT_SUBCOMMANDS, registerContext } from './commands/context.js';
 import { registerInfo } from './commands/info.js';
 import { registerInit } from './commands/init.js';
 import { registerNew } from './commands/new.js';
@@ -21,9 +23,10 @@ import { err, out } from './lib/io.js';
 import { VERSION } from './lib/version.js';
 
 const GROUPS: Record<string, { description: string; subcommands: string[] }> = {
-  audit: { description: 'Check the audit transparency log: keys, checkpoints, inclusion and append-only proofs', subcommands: AUDIT_SUBCOMMANDS },
+  audit: { description: 'The audit log: verify it, list context requests and management events, follow new records; the transparency log\'s keys, checkpoints and proofs', subcommands: AUDIT_SUBCOMMANDS },
   bundle: { description: 'Create, version and publish bundles', subcommands: ['create', 'version', 'publish'] },
   config: { description: 'Show and change configuration', subcommands: CONFIG_SUBCOMMANDS },
+  context: { description: 'Request an agent\'s context as the agent would (REST, Connect, gRPC)', subcommands: CONTEXT_SUBCOMMANDS },
 };
 
 function build(): CAC {
@@ -38,6 +41,8 @@ function build(): CAC {
   registerInfo(cli);
   registerAudit(cli);
   registerWitness(cli);
+  registerContext(cli);
+  registerCompletion(cli, GROUPS);
   cli.help((sections) => {
     sections[0] = { body: `svc ${VERSION}: author Structured Context Specification 0.3 bundles and SCDs` };
     const isGlobal = sections.some((s) => s.title === 'Commands');
