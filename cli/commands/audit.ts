@@ -15,6 +15,7 @@ import { generateNoteKey } from '../../src/core/tlog/note.js';
 import { parseEntryBundle } from '../../src/core/tlog/tile-path.js';
 import { verifyAppend } from '../../src/core/tlog/verify-append.js';
 import { apiError, call, connection, controlPlane, describeNetworkError, UnreachableError, withApiOptions, type Connection } from '../lib/api.js';
+import { rawOption } from '../lib/argv.js';
 import { CliError, EXIT, usageError } from '../lib/errors.js';
 import { fields, outputFormat, paint, table, withOutputOption } from '../lib/output.js';
 import { err, json, out } from '../lib/io.js';
@@ -179,8 +180,9 @@ function limitOption(v: unknown, dflt: number): number {
   return n;
 }
 
+/** A text option as typed (mri turns `--resource-id 0012` into 12). */
 const textOpt = (v: unknown, name: string): string | undefined => {
-  const s = str(v);
+  const s = v === undefined ? undefined : rawOption(name) ?? str(v);
   if (s === '') throw usageError(`--${name} must not be empty`);
   return s;
 };

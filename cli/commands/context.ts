@@ -150,8 +150,8 @@ export function registerContext(cli: CAC): void {
         if (i < 1) throw usageError(`--param must be key=value, not '${p}'`);
         params[p.slice(0, i)] = p.slice(i + 1);
       }
-      const chainId = str(opts.chainId);
-      const parentRequestId = str(opts.parentRequestId);
+      const chainId = rawOption('chain-id') ?? str(opts.chainId);
+      const parentRequestId = rawOption('parent-request-id') ?? str(opts.parentRequestId);
       const conn = connection(opts);
 
       if (protocol === 'rest') {
