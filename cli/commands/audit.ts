@@ -342,7 +342,9 @@ async function tail(conn: Connection, o: { agent?: string; last?: string; format
           try { body = JSON.parse(text); } catch { /* not JSON */ }
           throw apiError(res.status, body, conn);
         }
+        // The server fixes where the stream starts before it answers: from here on nothing is missed.
         if (connectedOnce) err(`svc: reconnected${last !== undefined ? `, resuming after sequence ${last}` : ''}`);
+        else err(`svc: following ${conn.endpoint}/api/audit/stream ${last !== undefined ? `after sequence ${last}` : 'from the end of the log'} (Ctrl-C to stop)`);
         connectedOnce = true;
         failures = 0;
         const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();

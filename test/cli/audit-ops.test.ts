@@ -196,7 +196,14 @@ describe('svc audit verify / requests / events / tail', () => {
     const end = String(all.at(-1).chain_sequence);
     const text = new Follower(['audit', 'tail', '--agent', agentId, '--after', end], { SVC_CONFIG_HOME: s.home, ...env }, s.work);
     const json = new Follower(['audit', 'tail', '-o', 'json', '--after', end], { SVC_CONFIG_HOME: s.home, ...env }, s.work);
-    followers.push(text, json);
+    // And one without --after: it starts at the end of the log once it says it is following.
+    const plain = new Follower(['audit', 'tail'], { SVC_CONFIG_HOME: s.home, ...env }, s.work);
+    followers.push(text, json, plain);
+    await plain.until(() => plain.stderr.includes('svc: following '), 'the stream to open');
+    expect(plain.stderr).toContain(`svc: following ${t.url('api')}/api/audit/stream from the end of the log (Ctrl-C to stop)`);
+    const first = await ask('triage');
+    await plain.until(() => plain.stdout.includes(first), 'a record made after it started');
+    expect(plain.stdout.trim().split('\n')).toHaveLength(1);
     const mine = await ask('triage');
     const theirs = await ask('triage', otherKey);
     await json.until(() => json.stdout.includes(theirs) && json.stdout.includes(mine), 'both new records (json)');
@@ -223,5 +230,9 @@ describe('svc audit verify / requests / events / tail', () => {
     json.child.kill('SIGTERM');
     expect(await text.ended()).toBe(0);
     expect(await json.ended()).toBe(0);
+    plain.child.kill('SIGINT');
+    expect(await plain.ended()).toBe(0);
+    expect(plain.stdout).toContain(after);
+    expect(json.stderr).toContain(`svc: following ${t.url('api')}/api/audit/stream after sequence ${end} (Ctrl-C to stop)`);
   });
 });
