@@ -298,6 +298,9 @@ async function tail(conn: Connection, o: { agent?: string; last?: string; format
   const onSignal = () => stop.abort();
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
+  // The reader went away (`svc audit tail | head -3`): stop, as tail -f does.
+  const onStdoutError = (e: NodeJS.ErrnoException) => { if (e.code === 'EPIPE') stop.abort(); else throw e; };
+  process.stdout.on('error', onStdoutError);
   let last = o.last;
   let connectedOnce = false;
   let failures = 0;
@@ -310,6 +313,7 @@ async function tail(conn: Connection, o: { agent?: string; last?: string; format
     let r: AuditRecord;
     try { r = JSON.parse(data) as AuditRecord; } catch { err(`svc: skipped an event that is not JSON: ${data.slice(0, 80)}`); return; }
     if (o.agent && r.agent_id !== o.agent) return;
+    if (stop.signal.aborted) return;
     if (o.format === 'json') process.stdout.write(`${data}\n`);
     else out(recordLine(r));
   };

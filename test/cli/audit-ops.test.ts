@@ -31,9 +31,9 @@ class Follower {
   code: number | null | undefined = undefined;
   readonly child: ChildProcessWithoutNullStreams;
   private waiters: Array<() => void> = [];
-  constructor(args: string[], env: Record<string, string | undefined>, cwd: string) {
-    const e: Record<string, string | undefined> = { ...process.env, NO_COLOR: '1', ...env };
-    this.child = spawn(process.execPath, [BIN, ...args], { cwd, env: e as NodeJS.ProcessEnv });
+  constructor(args: string[], env: Record<string, string | undefined>, cwd: string, command?: string[], extraEnv: Record<string, string | undefined> = {}) {
+    const e: Record<string, string | undefined> = { ...process.env, NO_COLOR: '1', ...env, ...extraEnv };
+    this.child = command ? spawn(command[0]!, command.slice(1), { cwd, env: e as NodeJS.ProcessEnv }) : spawn(process.execPath, [BIN, ...args], { cwd, env: e as NodeJS.ProcessEnv });
     this.child.stdout.on('data', (d) => { this.stdout += d; this.kick(); });
     this.child.stderr.on('data', (d) => { this.stderr += d; this.kick(); });
     this.child.on('close', (code) => { this.code = code; this.kick(); });
@@ -234,5 +234,18 @@ describe('svc audit verify / requests / events / tail', () => {
     expect(await plain.ended()).toBe(0);
     expect(plain.stdout).toContain(after);
     expect(json.stderr).toContain(`svc: following ${t.url('api')}/api/audit/stream after sequence ${end} (Ctrl-C to stop)`);
+  });
+
+  it('tail ends with 0 when its reader goes away (| head -1), at its next record', async () => {
+    const pipe = new Follower([], {}, s.work, ['bash', '-c', `"$0" "$1" audit tail -o json --after 0 | head -1; echo "svc exit \${PIPESTATUS[0]}" >&2`, process.execPath, BIN], { SVC_CONFIG_HOME: s.home, ...env });
+    followers.push(pipe);
+    await pipe.until(() => pipe.stdout.includes('\n'), 'the first line through head');
+    // head has gone (or is going): the next write fails with EPIPE; a record or two makes one.
+    while (pipe.code === undefined) {
+      await ask();
+      await Promise.race([pipe.ended(), new Promise((r) => setTimeout(r, 500))]);
+    }
+    expect(pipe.stderr).toContain('svc exit 0');
+    expect(pipe.stderr).not.toMatch(/EPIPE|unexpected error|at /);
   });
 });
