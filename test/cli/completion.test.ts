@@ -1,8 +1,9 @@
 /**
  * `svc completion bash|zsh|fish`: the scripts cover every command `svc --help` lists, each
  * group's sub-commands and each command's options (generated from the registered commands),
- * bash accepts its script and completes in a real bash; zsh and fish are checked with
- * `-n` when installed. A bad shell is a usage error (3).
+ * bash accepts its script and completes in a real bash; zsh and fish, when installed, parse
+ * theirs (`-n`) and complete (fish: `complete -C`; zsh: `_svc` with the completion builtins
+ * replaced by ones that print what they are offered). A bad shell is a usage error (3).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -26,6 +27,8 @@ describe('svc completion', () => {
   let scripts: Record<string, string>;
   let commands: string[][];
   const file = (shell: string) => join(s.dir, `svc.${shell}`);
+  /** A group's sub-commands. */
+  const groupsOf = (g: string) => commands.filter((c) => c.length === 2 && c[0] === g).map((c) => c[1]!);
 
   beforeAll(async () => {
     mkdirSync(s.work, { recursive: true });
@@ -68,7 +71,7 @@ describe('svc completion', () => {
     expect(bashComplete(file('bash'), ['svc', 'completion', ''])).toEqual(['bash', 'zsh', 'fish']);
   });
 
-  it('zsh and fish: emitted for every command (checked with -n when installed); a bad shell exits 3', async () => {
+  it('zsh and fish: emitted for every command; when installed, parsed (-n) and completing commands, options and values; a bad shell exits 3', async () => {
     expect(scripts.zsh).toMatch(/^#compdef svc\n/);
     expect(scripts.fish).toMatch(/^# fish completion for svc/);
     for (const c of commands) {
@@ -79,8 +82,26 @@ describe('svc completion', () => {
     }
     expect(scripts.fish).toContain("-l protocol -x -a 'rest connect grpc'");
     expect(scripts.zsh).toContain("'--protocol:rest (POST /api/context, port 8000), connect or grpc (the context service, port 8002)'");
-    if (has('zsh')) expect(spawnSync('zsh', ['-n', file('zsh')]).status).toBe(0);
-    if (has('fish')) expect(spawnSync('fish', ['-n', file('fish')]).status).toBe(0);
+    if (has('zsh')) {
+      expect(spawnSync('zsh', ['-n', file('zsh')]).status).toBe(0);
+      // _svc with zsh's completion builtins replaced by ones that print what they are offered.
+      const stubs = `compdef() { :; }; _describe() { print -l -- \${(P)@[-1]} | cut -d: -f1 | sed 's/\\\\$//'; }; compadd() { shift; print -l -- "$@"; }; _files() { print -- '<files>'; }; source "$1"`;
+      const zsh = (w: string[]) => execFileSync('zsh', ['-f', '-c', `${stubs}; words=(${w.map((x) => `'${x}'`).join(' ')}); CURRENT=${w.length}; _svc`, 'zsh', file('zsh')], { encoding: 'utf8' }).split('\n').filter(Boolean);
+      expect(zsh(['svc', 'au'])).toContain('audit');
+      expect(zsh(['svc', 'audit', '']).sort()).toEqual([...groupsOf('audit')].sort());
+      expect(zsh(['svc', 'context', 'request', 'x', '--protocol', ''])).toEqual(['rest', 'connect', 'grpc']);
+      expect(zsh(['svc', 'audit', 'tail', '-'])).toEqual(expect.arrayContaining(['--agent', '--after', '-o', '--output', '--help']));
+      expect(zsh(['svc', 'completion', ''])).toEqual(['bash', 'zsh', 'fish']);
+    }
+    if (has('fish')) {
+      expect(spawnSync('fish', ['-n', file('fish')]).status).toBe(0);
+      const fish = (line: string) => execFileSync('fish', ['-c', 'source $argv[1]; complete -C $argv[2]', file('fish'), line], { encoding: 'utf8' }).split('\n').filter(Boolean).map((l) => l.split('\t')[0]!);
+      expect(fish('svc au')).toEqual(['audit']);
+      expect(fish('svc audit ').sort()).toEqual([...groupsOf('audit')].sort());
+      expect(fish('svc context request x --protocol ').sort()).toEqual(['connect', 'grpc', 'rest']);
+      expect(fish('svc audit tail --a').sort()).toEqual(['--after', '--agent']);
+      expect(fish('svc completion ').sort()).toEqual(['bash', 'fish', 'zsh']);
+    }
     const [bad, none] = await Promise.all([s.run(['completion', 'tcsh']), s.run(['completion'])]);
     expect(bad.code).toBe(3);
     expect(bad.stderr).toContain("unknown shell 'tcsh': bash, zsh or fish");
