@@ -344,6 +344,8 @@ async function tail(conn: Connection, o: { agent?: string; last?: string; format
           const text = await res.text();
           let body: unknown = text;
           try { body = JSON.parse(text); } catch { /* not JSON */ }
+          // A server restarting answers 5xx for a moment: retried once the stream has worked; a refusal (4xx) ends the command.
+          if (connectedOnce && res.status >= 500) throw new StreamDrop(apiError(res.status, body, conn).message, undefined);
           throw apiError(res.status, body, conn);
         }
         // The server fixes where the stream starts before it answers: from here on nothing is missed.
