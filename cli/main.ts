@@ -4,6 +4,7 @@
  * `svc config set` are registered as two-word commands and argv is joined to match.
  */
 import { cac, type CAC } from 'cac';
+import { AGENTS_SUBCOMMANDS, registerAgents } from './commands/agents.js';
 import { AUDIT_SUBCOMMANDS, registerAudit } from './commands/audit.js';
 import { registerBundleCreate } from './commands/bundle-create.js';
 import { registerBundlePublish } from './commands/bundle-publish.js';
@@ -11,9 +12,15 @@ import { registerBundleVersion } from './commands/bundle-version.js';
 import { registerCompletion } from './commands/completion.js';
 import { CONFIG_SUBCOMMANDS, registerConfig } from './commands/config.js';
 import { CONTEXT_SUBCOMMANDS, registerContext } from './commands/context.js';
+import { DEPLOYMENTS_SUBCOMMANDS, registerDeployments } from './commands/deployments.js';
 import { registerInfo } from './commands/info.js';
 import { registerInit } from './commands/init.js';
+import { KEYS_SUBCOMMANDS, registerKeys } from './commands/keys.js';
+import { MCP_SUBCOMMANDS, registerMcp } from './commands/mcp.js';
 import { registerNew } from './commands/new.js';
+import { OWNERS_SUBCOMMANDS, OWNERSHIP_SUBCOMMANDS, registerOwnership } from './commands/ownership.js';
+import { registerPublish } from './commands/publish.js';
+import { registerTags, TAGS_SUBCOMMANDS } from './commands/tags.js';
 import { registerValidate } from './commands/validate.js';
 import { registerWitness } from './commands/witness.js';
 import { ApiError, detailLines } from './lib/api.js';
@@ -23,10 +30,17 @@ import { err, out } from './lib/io.js';
 import { VERSION } from './lib/version.js';
 
 const GROUPS: Record<string, { description: string; subcommands: string[] }> = {
+  agents: { description: 'Register, list, change, suspend and revoke agents', subcommands: AGENTS_SUBCOMMANDS },
   audit: { description: 'The audit log: verify it, list context requests and management events, follow new records; the transparency log\'s keys, checkpoints and proofs', subcommands: AUDIT_SUBCOMMANDS },
   bundle: { description: 'Create, version and publish bundles', subcommands: ['create', 'version', 'publish'] },
   config: { description: 'Show and change configuration', subcommands: CONFIG_SUBCOMMANDS },
   context: { description: 'Request an agent\'s context as the agent would (REST, Connect, gRPC)', subcommands: CONTEXT_SUBCOMMANDS },
+  ownership: { description: "Who answers for an agent: transfers between owners and the chain of custody", subcommands: OWNERSHIP_SUBCOMMANDS },
+  owners: { description: 'Owners: deactivate one (its agents go to the org admin)', subcommands: OWNERS_SUBCOMMANDS },
+  deployments: { description: 'List and show content deployments', subcommands: DEPLOYMENTS_SUBCOMMANDS },
+  keys: { description: "Issue, list, revoke and rotate agents' API keys", subcommands: KEYS_SUBCOMMANDS },
+  mcp: { description: 'Register and manage MCP servers', subcommands: MCP_SUBCOMMANDS },
+  tags: { description: 'List, show, create and move bundle tags', subcommands: TAGS_SUBCOMMANDS },
 };
 
 function build(): CAC {
@@ -36,11 +50,18 @@ function build(): CAC {
   registerBundleCreate(cli);
   registerBundleVersion(cli);
   registerBundlePublish(cli);
+  registerPublish(cli);
   registerValidate(cli);
   registerConfig(cli);
   registerInfo(cli);
   registerAudit(cli);
   registerWitness(cli);
+  registerOwnership(cli);
+  registerAgents(cli);
+  registerKeys(cli);
+  registerMcp(cli);
+  registerTags(cli);
+  registerDeployments(cli);
   registerContext(cli);
   registerCompletion(cli, GROUPS);
   cli.help((sections) => {
@@ -51,10 +72,12 @@ function build(): CAC {
     // cac hides any option named `version` from command help; these commands own one.
     const usage = sections.find((s) => s.title === 'Usage')?.body ?? '';
     const own = usage.includes('bundle version') ? ['--version <semver>', 'Version to lock, MAJOR.MINOR.PATCH (required)']
-      : usage.includes('bundle create') ? ['--version <version>', 'Version (default DRAFT)'] : null;
+      : usage.includes('bundle create') ? ['--version <version>', 'Version (default DRAFT)']
+        : /tags (create|move)/.test(usage) ? ['--version <semver>', 'Published version, MAJOR.MINOR.PATCH (required)'] : null;
     if (opts && own) {
       const rows = opts.body.split('\n').map((l) => /^ {2}(\S.*?)\s{2,}(.*)$/.exec(l)).filter((m): m is RegExpExecArray => !!m).map((m) => [m[1], m[2].trimEnd()]);
-      rows.splice(usage.includes('bundle version') ? 0 : rows.length - 1, 0, own);
+      const at = usage.includes('bundle version') ? 0 : /tags (create|move)/.test(usage) ? rows.findIndex((r) => r[0].startsWith('--bundle')) + 1 : rows.length - 1;
+      rows.splice(at, 0, own);
       const width = Math.max(...rows.map((r) => r[0].length));
       opts.body = rows.map(([n, d]) => `  ${n.padEnd(width)}  ${d}`).join('\n');
     }

@@ -1,14 +1,17 @@
 /**
  * `svc bundle publish <bundle-path>`: POST the bundle and the SCD documents it lists
- * (found in its project) to `<api.endpoint>/api/bundles` with `api.key` as X-Admin-Key, and
+ * (found in its project) to `/api/bundles` through the typed client (endpoint and admin key:
+ * `--endpoint`/`--key`, else SVC_API_ENDPOINT/SVC_API_KEY, else api.endpoint/api.key), and
  * report the server's answer as it is: the stored version and its findings, or the error
  * with every validation issue. The server is the judge; nothing is validated locally
  * beyond "this is a bundle".
  */
+import { statSync } from 'node:fs';
 import type { CAC } from 'cac';
 import type { components } from '../../gen/openapi/control-plane.js';
 import { classifyDocument } from '../../src/core/scs/index.js';
-import { mask, resolveKey } from '../lib/config.js';
+import { connection, controlPlane, withApiOptions } from '../lib/api.js';
+import { mask } from '../lib/config.js';
 import { display, loadFile } from '../lib/documents.js';
 import { CliError, EXIT, usageError } from '../lib/errors.js';
 import { err, json, out } from '../lib/io.js';
@@ -19,19 +22,17 @@ import { formatFinding } from './validate.js';
 type Issue = Partial<components['schemas']['ValidationIssue']>;
 
 export function registerBundlePublish(cli: CAC): void {
-  cli
-    .command('bundle publish <bundle-path>', 'Send a bundle and its SCD documents to the control-plane API')
-    .option('--endpoint <url>', 'API base URL (default: config api.endpoint)')
+  withApiOptions(cli.command('bundle publish <bundle-path>', 'Send a bundle and its SCD documents to the control-plane API'))
     .option('--project <dir>', 'Where to find the bundle\'s SCD files (default: nearest .svc/, else the bundle\'s directory)')
     .option('--dry-run', 'Print the request body instead of sending it')
     .option('-o, --output <format>', 'Output format: text or json (json prints the server\'s status and body)', { default: 'text' })
     .example('svc bundle publish concerns/security.yaml')
-    .action(async (path: string, opts: { endpoint?: string; project?: string; dryRun?: boolean; output: string }) => {
+    .action(async (path: string, opts: { endpoint?: unknown; key?: unknown; project?: string; dryRun?: boolean; output: string }) => {
       if (opts.output !== 'text' && opts.output !== 'json') throw usageError(`--output must be text or json, not '${opts.output}'`);
-      const endpoint = String(opts.endpoint ?? resolveKey('api.endpoint').value ?? '').replace(/\/+$/, '');
-      try { new URL(endpoint); } catch { throw usageError(`api endpoint '${endpoint}' is not a URL (svc config set api.endpoint <url>)`); }
-      const key = resolveKey('api.key').value;
-      if (!key && !opts.dryRun) throw usageError('api.key is not set: svc config set api.key <admin key> (or SVC_API_KEY)');
+      if (isDirectory(String(path))) throw usageError(`${String(path)} is a directory: use \`svc publish ${String(path)} --tag TAG\` to publish a project (svc bundle publish sends one bundle file)`);
+      const conn = connection({ endpoint: opts.endpoint, key: opts.key });
+      const { endpoint, adminKey: key } = conn;
+      if (!key && !opts.dryRun) throw usageError('api.key is not set: --key, SVC_API_KEY or svc config set api.key <admin key>');
 
       const f = loadFile(String(path));
       if (f.syntax) throw new CliError(f.syntax.map(formatFinding).join('\n'));
@@ -44,41 +45,33 @@ export function registerBundlePublish(cli: CAC): void {
       const body = { ...bundle, documents };
 
       if (opts.dryRun) return void json(body);
-      const timeout = Number(resolveKey('api.timeout_ms').value ?? 30000);
-      let res: Response;
-      try {
-        res = await fetch(`${endpoint}/api/bundles`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', accept: 'application/json', 'x-admin-key': key! },
-          body: JSON.stringify(body),
-          signal: AbortSignal.timeout(timeout),
-        });
-      } catch (e) {
-        const cause = (e as { cause?: { code?: string; message?: string } }).cause;
-        throw new CliError(`cannot reach ${endpoint}: ${cause?.code ?? cause?.message ?? (e as Error).message}`);
-      }
-      const raw = await res.text();
-      let answer: unknown = raw;
-      try { answer = raw ? JSON.parse(raw) : null; } catch { /* not JSON: shown as text */ }
-      const ok = res.status >= 200 && res.status < 300;
+      // The typed client; an unreachable server is exit 5 (UnreachableError from cliFetch).
+      const r = await controlPlane(conn).POST('/api/bundles', { body: body as unknown as components['schemas']['BundleCreate'] });
+      const status = r.response.status;
+      const answer: unknown = r.response.ok ? r.data : r.error;
+      const ok = r.response.ok;
       if (opts.output === 'json') {
-        json({ status: res.status, body: answer });
+        json({ status, body: answer ?? null });
         return ok ? EXIT.ok : EXIT.failed;
       }
       const a = (answer && typeof answer === 'object' ? answer : {}) as Record<string, unknown>;
       if (ok) {
-        out(`Published ${String(a.bundle_id ?? bundle.id)} ${String(a.version ?? bundle.version)} to ${endpoint} (HTTP ${res.status}): status ${String(a.status ?? '?')}, validation_status ${String(a.validation_status ?? '?')}`);
+        out(`Published ${String(a.bundle_id ?? bundle.id)} ${String(a.version ?? bundle.version)} to ${endpoint} (HTTP ${status}): status ${String(a.status ?? '?')}, validation_status ${String(a.validation_status ?? '?')}`);
         out(`  sent ${documents.length} SCD document(s)${notLocal.length ? `; ${notLocal.length} listed SCD(s) not found locally, expected on the server: ${notLocal.join(', ')}` : ''}`);
         for (const i of (Array.isArray(a.validation_errors) ? a.validation_errors : []) as Issue[]) out(`  ${issueLine(i, 'finding')}`);
         return EXIT.ok;
       }
-      err(`svc: ${endpoint} refused ${String(bundle.id)} ${String(bundle.version)}: HTTP ${res.status}${a.error ? ` ${String(a.error)}` : ''}${a.message ? `: ${String(a.message)}` : typeof answer === 'string' && answer ? `: ${answer.slice(0, 500)}` : ''}`);
+      err(`svc: ${endpoint} refused ${String(bundle.id)} ${String(bundle.version)}: HTTP ${status}${a.error ? ` ${String(a.error)}` : ''}${a.message ? `: ${String(a.message)}` : typeof answer === 'string' && answer ? `: ${answer.slice(0, 500)}` : ''}`);
       const details = (a.details && typeof a.details === 'object' ? a.details : {}) as Record<string, unknown>;
       for (const i of (Array.isArray(details.errors) ? details.errors : []) as Issue[]) err(`  ${issueLine(i, 'error')}`);
-      if (res.status === 401) err(`  (the key sent was ${mask(key!)}: check api.key)`);
+      if (status === 401) err(`  (the key sent was ${mask(key!)}: check --key, SVC_API_KEY or api.key)`);
       if (notLocal.length) err(`  ${notLocal.length} listed SCD(s) were not found under ${display(project.root)}: ${notLocal.join(', ')}`);
       return EXIT.failed;
     });
+}
+
+function isDirectory(p: string): boolean {
+  try { return statSync(p).isDirectory(); } catch { return false; }
 }
 
 function issueLine(i: Issue, fallback: string): string {

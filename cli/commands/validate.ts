@@ -10,8 +10,9 @@ import { resolveKey } from '../lib/config.js';
 import { loadPaths, type LoadedFile } from '../lib/documents.js';
 import { EXIT, usageError } from '../lib/errors.js';
 import { json, out } from '../lib/io.js';
+import { checkReleaseManifests } from '../lib/manifest.js';
 
-interface ValidationReport {
+export interface ValidationReport {
   valid: boolean;
   strict: boolean;
   files: Array<{ file: string; kind: DocumentKind | 'malformed' }>;
@@ -19,10 +20,12 @@ interface ValidationReport {
   errors: number;
   warnings: number;
   findings: Finding[];
+  /** Release manifests checked (cli/lib/manifest.ts). */
+  manifests?: { files: string[]; verified: number };
 }
 
 /** Validates loaded files; `asSet` adds the cross-file checks. Unknown kinds are skipped in sets. */
-function validateLoaded(files: LoadedFile[], strict: boolean, asSet: boolean): ValidationReport {
+export function validateLoaded(files: LoadedFile[], strict: boolean, asSet: boolean): ValidationReport {
   const findings: Finding[] = files.flatMap((f) => f.syntax ?? []);
   const good = files.filter((f) => !f.syntax);
   const kinds = new Map<string, DocumentKind>();
@@ -55,7 +58,7 @@ function validateLoaded(files: LoadedFile[], strict: boolean, asSet: boolean): V
   };
 }
 
-const exitCodeOf = (r: ValidationReport) => (r.errors > 0 ? EXIT.failed : r.strict && r.warnings > 0 ? EXIT.warnings : EXIT.ok);
+export const exitCodeOf = (r: ValidationReport) => (r.errors > 0 ? EXIT.failed : r.strict && r.warnings > 0 ? EXIT.warnings : EXIT.ok);
 
 export function formatFinding(f: Finding): string {
   return `${f.file ?? '(document)'}: ${f.severity} ${f.path || '/'} [${f.rule}] ${f.message}`;
@@ -86,8 +89,10 @@ export function registerValidate(cli: CAC): void {
       const strict = opts.loose ? false : opts.strict ?? resolveKey('validate.strict').value === 'true';
       const { files, dirs } = loadPaths(paths);
       const report = validateLoaded(files, strict, dirs > 0 || paths.length > 1);
+      checkReleaseManifests(report, paths); // release manifests (cli/lib/manifest.ts): findings and report.manifests
       if (opts.output === 'json') json(report);
       else printReport(report);
+      if (opts.output !== 'json' && report.manifests?.files.length) out(`release manifests: ${report.manifests.files.join(', ')}: ${report.manifests.verified} file digest(s) verified`);
       return exitCodeOf(report);
     });
 }

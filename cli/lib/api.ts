@@ -63,7 +63,7 @@ export function describeNetworkError(e: unknown): string {
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NONAME') return `DNS lookup failed (${code})`;
   if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET') return `connection reset (${code})`;
   if (code === 'EHOSTUNREACH' || code === 'ENETUNREACH') return `host unreachable (${code})`;
-  if (code && (/^ERR_TLS|^ERR_SSL|CERT|^DEPTH_ZERO|^SELF_SIGNED|^UNABLE_TO_/.test(code))) return `TLS failed (${code}${err?.cause?.message ? `: ${err.cause.message}` : ''})`;
+  if (code && (/^ERR_TLS|^ERR_SSL|CERT|^DEPTH_ZERO|^SELF_SIGNED|^UNABLE_TO_/.test(code))) return `TLS failed (${code})`;
   if (code) return `${code}${err?.cause?.message ? `: ${err.cause.message}` : ''}`;
   return err?.cause?.message ?? err?.message ?? String(e);
 }

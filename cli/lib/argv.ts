@@ -16,3 +16,14 @@ export function rawOption(name: string): string | undefined {
   }
   return found;
 }
+
+/** Every value given for a repeatable `--name <value>` (or `--name=<value>`), as typed, in order. */
+export function rawOptions(name: string): string[] {
+  const found: string[] = [];
+  for (let i = 0; i < raw.length; i++) {
+    if (raw[i] === '--') break;
+    if (raw[i] === `--${name}` && i + 1 < raw.length) found.push(raw[++i]);
+    else if (raw[i].startsWith(`--${name}=`)) found.push(raw[i].slice(name.length + 3));
+  }
+  return found;
+}

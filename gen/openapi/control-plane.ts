@@ -892,7 +892,7 @@ export interface paths {
         };
         /**
          * Read one bundle version
-         * @description Deactivated versions are still readable (`is_active` false).
+         * @description Deactivated versions are still readable (`is_active` false). The answer carries the SCD documents stored with the version (`documents`).
          */
         get: operations["getBundleVersion"];
         put?: never;
@@ -2210,6 +2210,13 @@ export interface components {
             published_at: string | null;
             /** @description provenance.created_by. */
             created_by: string;
+            /**
+             * @description The SCD documents stored with the version (the snapshot taken at publication),
+             *     in `scds` order: each as posted in `documents`, or the stored content the
+             *     version copied for an SCD it listed without a document. A client compares
+             *     these to its files to tell an identical re-publication from a changed one.
+             */
+            documents: components["schemas"]["ScdDocument"][];
         };
         TagCreate: {
             tag: components["schemas"]["TagName"];

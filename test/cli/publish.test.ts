@@ -62,7 +62,7 @@ describe('svc bundle publish', () => {
     expect(r.stderr).toMatch(new RegExp(`error /body/imports/0 \\[import_unresolved\\] .*\\(bundle:${name}\\.nowhere:9\\.9\\.9\\)`));
   });
 
-  it('reports a wrong key (401), an unreachable server, and a missing key (exit 3)', async () => {
+  it('reports a wrong key (401), an unreachable server (exit 5), and a missing key (exit 3)', async () => {
     const closed = await new Promise<number>((res) => {
       const srv = createServer().listen(0, '127.0.0.1', () => {
         const { port } = srv.address() as AddressInfo;
@@ -79,8 +79,8 @@ describe('svc bundle publish', () => {
     expect(wrong.stderr).toContain('Invalid admin API key');
     expect(wrong.stderr).toContain('the key sent was ****0000');
     expect(wrong.stderr).not.toContain('not-the-admin-key');
-    expect(down.code).toBe(1);
-    expect(down.stderr).toContain(`cannot reach http://127.0.0.1:${closed}: ECONNREFUSED`);
+    expect(down.code).toBe(5); // the server could not be reached (issue 23's exit codes)
+    expect(down.stderr).toContain(`cannot reach http://127.0.0.1:${closed}: connection refused (ECONNREFUSED)`);
     expect(nokey.code).toBe(3);
     expect(nokey.stderr).toContain('api.key is not set');
   });

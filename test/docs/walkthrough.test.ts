@@ -26,52 +26,13 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_KEY, startTestStack, type TestStack } from '../harness.js';
 import { pythonHasGrpc, runProcess } from '../run-process.js';
+import { outputPattern, readSection, scriptOf } from './readme-steps.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const START = '<!-- walkthrough:start -->';
-const END = '<!-- walkthrough:end -->';
 const SCD = 'scd:project:phi-notes';
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
 
-interface Step {
-  script: string;
-  expected: string | null;
-}
-
-interface Walkthrough {
-  steps: Step[];
-  files: Map<string, string>;
-}
-
-/** The section's fenced blocks: shell steps with their expected outputs, and the files to save. */
-function readWalkthrough(readme: string): Walkthrough {
-  const start = readme.indexOf(START);
-  const end = readme.indexOf(END);
-  if (start < 0 || end < start) throw new Error(`README.md has no ${START} ... ${END} section`);
-  const steps: Step[] = [];
-  const files = new Map<string, string>();
-  for (const m of readme.slice(start, end).matchAll(/^```([^\n]*)\n([\s\S]*?)^```$/gm)) {
-    const [lang, file, ...rest] = m[1]!.trim().split(/\s+/);
-    const body = m[2]!;
-    if (rest.length) throw new Error(`unexpected info string: \`\`\`${m[1]}`);
-    if (lang === 'sh' && !file) steps.push({ script: body, expected: null });
-    else if (lang === 'text' && !file) {
-      const last = steps.at(-1);
-      if (!last || last.expected !== null) throw new Error(`a text block that follows no sh step:\n${body}`);
-      last.expected = body.replace(/\n$/, '');
-    } else if (file) files.set(file, body);
-    else throw new Error(`a block the walkthrough test cannot run: \`\`\`${m[1]}`);
-  }
-  return { steps, files };
-}
-
-/** The expected output as a regular expression: `...` matches anything within a line. */
-function outputPattern(expected: string): RegExp {
-  const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  return new RegExp(`^${expected.split('...').map(escape).join('[^\\n]*')}$`);
-}
-
-const walk = readWalkthrough(fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8'));
+const walk = readSection(fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8'), 'walkthrough');
 const stepWith = (needle: string): number => {
   const found = walk.steps.flatMap((s, i) => (s.script.includes(needle) ? [i] : []));
   if (found.length !== 1) throw new Error(`the walkthrough should have one sh step with ${needle}, it has ${found.length}`);
@@ -107,9 +68,8 @@ describe("README's walkthrough", () => {
   it('runs as written: three requests served the deployed SCD, in a valid audit chain', async () => {
     expect(walk.steps.length).toBeGreaterThanOrEqual(6);
     expect([...walk.files.keys()].sort()).toEqual(['walk.mts', 'walk.py']);
-    const marker = (i: number) => `<<walkthrough step ${i}>>`;
-    const script = ['set -euo pipefail', ...walk.steps.map((s, i) => `echo '${marker(i)}'\n${i === GRPC && pythonMissing ? 'echo skipped' : s.script}`)].join('\n');
-    fs.writeFileSync(path.join(dir, 'walkthrough.sh'), script);
+    const run = scriptOf(walk.steps, (i) => (i === GRPC && pythonMissing ? 'echo skipped' : null));
+    fs.writeFileSync(path.join(dir, 'walkthrough.sh'), run.script);
     const env: Record<string, string | undefined> = {
       ...process.env,
       SVC: t.url('api'),
@@ -127,34 +87,30 @@ describe("README's walkthrough", () => {
     expect(stderr, report).toBe('');
 
     // Each step's output, cut at the markers.
-    const outputs = walk.steps.map((_, i) => {
-      const from = stdout.indexOf(`${marker(i)}\n`);
-      expect(from, report).toBeGreaterThanOrEqual(0);
-      const next = i + 1 < walk.steps.length ? stdout.indexOf(marker(i + 1)) : stdout.length;
-      return stdout.slice(from + marker(i).length + 1, next).replace(/\n$/, '');
-    });
+    const outputs = run.outputs(stdout);
+    expect(outputs, report).not.toBeNull();
     walk.steps.forEach((s, i) => {
       if (s.expected === null) return;
       if (pythonMissing && (i === GRPC || i === AUDIT)) return;
-      expect(outputs[i], `step ${i}:\n${s.script}`).toMatch(outputPattern(s.expected));
+      expect(outputs![i], `step ${i}:\n${s.script}`).toMatch(outputPattern(s.expected));
     });
 
     // REST: the deployed SCD, and the audit record's id.
-    const rest = JSON.parse(outputs[REST]!);
+    const rest = JSON.parse(outputs![REST]!);
     expect(rest).toMatchObject({ success: true, agent_id: 'agent:claims-bot', role_id: 'role:claims', scd_ids: [SCD] });
     const ids = [rest.request_id as string];
     // Connect (TypeScript) and gRPC (Python) print: success, the SCD ids, the request id.
-    const connect = new RegExp(`^true \\[ '${SCD}' \\] (${UUID})$`).exec(outputs[CONNECT]!);
-    expect(connect, outputs[CONNECT]).not.toBeNull();
+    const connect = new RegExp(`^true \\[ '${SCD}' \\] (${UUID})$`).exec(outputs![CONNECT]!);
+    expect(connect, outputs![CONNECT]).not.toBeNull();
     ids.push(connect![1]!);
     if (!pythonMissing) {
-      const grpc = new RegExp(`^True \\['${SCD}'\\] (${UUID})$`).exec(outputs[GRPC]!);
-      expect(grpc, outputs[GRPC]).not.toBeNull();
+      const grpc = new RegExp(`^True \\['${SCD}'\\] (${UUID})$`).exec(outputs![GRPC]!);
+      expect(grpc, outputs![GRPC]).not.toBeNull();
       ids.push(grpc![1]!);
     }
 
     // Audit: verify ok over exactly these records, as the last line of the audit step printed.
-    const verify = JSON.parse(outputs[AUDIT]!.split('\n').at(-1)!);
+    const verify = JSON.parse(outputs![AUDIT]!.split('\n').at(-1)!);
     // record_count: the requests and the management events of the steps (agent, key, bundle, tag, deployment).
     expect(verify).toMatchObject({ status: 'ok', record_count: ids.length + verify.management_events.event_count, tampered_at_sequence: null, error: null });
     expect(verify.management_events).toMatchObject({ status: 'ok' });

@@ -1,7 +1,7 @@
 /** Reading and deactivating bundle versions. */
-import { and, arrayContains, count, eq, sql } from 'drizzle-orm';
+import { and, arrayContains, asc, count, eq, sql } from 'drizzle-orm';
 import type { AppContext } from '../../shared/app-context.js';
-import { bundles, deployments, tags } from '../db/schema/index.js';
+import { bundleScds, bundles, deployments, tags } from '../db/schema/index.js';
 import { AppError } from '../../shared/errors.js';
 import type { components } from '../../../gen/openapi/control-plane.js';
 import { announceContentChange, bumpVersions } from '../graph/content-version.js';
@@ -58,6 +58,11 @@ export async function getBundleVersion(ctx: AppContext, id: string, version: str
   if (!r) throw new AppError('not_found', `Bundle ${id} version ${version} does not exist`);
   // The manifest was checked against the contract when it was published.
   const m = r.manifest as Record<string, unknown>;
+  const docs = await ctx.db.orm
+    .select({ document: bundleScds.document })
+    .from(bundleScds)
+    .where(and(eq(bundleScds.bundle_id, id), eq(bundleScds.bundle_version, version)))
+    .orderBy(asc(bundleScds.position));
   return {
     id: r.bundle_id,
     type: r.bundle_type,
@@ -76,6 +81,7 @@ export async function getBundleVersion(ctx: AppContext, id: string, version: str
     created_at: r.created_at.toISOString(),
     published_at: r.published_at ? r.published_at.toISOString() : null,
     created_by: r.created_by,
+    documents: docs.map((d) => d.document as BundleVersionDetail['documents'][number]),
   };
 }
 

@@ -469,6 +469,7 @@ class BundleVersionDetail(TypedDict):
     created_at: str
     published_at: str | None
     created_by: str
+    documents: list[ScdDocument]
 
 
 class TagCreate(TypedDict):
