@@ -9,7 +9,9 @@ import { AUDIT_SUBCOMMANDS, registerAudit } from './commands/audit.js';
 import { registerBundleCreate } from './commands/bundle-create.js';
 import { registerBundlePublish } from './commands/bundle-publish.js';
 import { registerBundleVersion } from './commands/bundle-version.js';
+import { registerCompletion } from './commands/completion.js';
 import { CONFIG_SUBCOMMANDS, registerConfig } from './commands/config.js';
+import { CONTEXT_SUBCOMMANDS, registerContext } from './commands/context.js';
 import { DEPLOYMENTS_SUBCOMMANDS, registerDeployments } from './commands/deployments.js';
 import { registerInfo } from './commands/info.js';
 import { registerInit } from './commands/init.js';
@@ -29,9 +31,10 @@ import { VERSION } from './lib/version.js';
 
 const GROUPS: Record<string, { description: string; subcommands: string[] }> = {
   agents: { description: 'Register, list, change, suspend and revoke agents', subcommands: AGENTS_SUBCOMMANDS },
-  audit: { description: 'Check the audit transparency log: keys, checkpoints, inclusion and append-only proofs', subcommands: AUDIT_SUBCOMMANDS },
+  audit: { description: 'The audit log: verify it, list context requests and management events, follow new records; the transparency log\'s keys, checkpoints and proofs', subcommands: AUDIT_SUBCOMMANDS },
   bundle: { description: 'Create, version and publish bundles', subcommands: ['create', 'version', 'publish'] },
   config: { description: 'Show and change configuration', subcommands: CONFIG_SUBCOMMANDS },
+  context: { description: 'Request an agent\'s context as the agent would (REST, Connect, gRPC)', subcommands: CONTEXT_SUBCOMMANDS },
   ownership: { description: "Who answers for an agent: transfers between owners and the chain of custody", subcommands: OWNERSHIP_SUBCOMMANDS },
   owners: { description: 'Owners: deactivate one (its agents go to the org admin)', subcommands: OWNERS_SUBCOMMANDS },
   deployments: { description: 'List and show content deployments', subcommands: DEPLOYMENTS_SUBCOMMANDS },
@@ -59,6 +62,8 @@ function build(): CAC {
   registerMcp(cli);
   registerTags(cli);
   registerDeployments(cli);
+  registerContext(cli);
+  registerCompletion(cli, GROUPS);
   cli.help((sections) => {
     sections[0] = { body: `svc ${VERSION}: author Structured Context Specification 0.3 bundles and SCDs` };
     const isGlobal = sections.some((s) => s.title === 'Commands');

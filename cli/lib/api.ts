@@ -95,8 +95,12 @@ export function cliFetch(conn: Connection): typeof fetch {
   };
 }
 
-/** The typed control-plane client of a command's connection. */
-export function controlPlane(conn: Connection): ControlPlaneClient {
+/**
+ * The typed control-plane client of a command's connection. `apiKey` (an agent key, sent as
+ * X-API-Key) is for the agent routes (`/api/context`); those calls send no admin key.
+ */
+export function controlPlane(conn: Connection, agent?: { apiKey: string }): ControlPlaneClient {
+  if (agent) return createControlPlaneClient({ baseUrl: conn.endpoint, apiKey: agent.apiKey, fetch: cliFetch(conn) });
   return createControlPlaneClient({ baseUrl: conn.endpoint, adminKey: conn.adminKey, fetch: cliFetch(conn) });
 }
 

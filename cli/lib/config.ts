@@ -28,6 +28,7 @@ export const KEYS: Record<string, KeyDef> = {
   'api.endpoint': { default: 'http://127.0.0.1:8000', env: 'SVC_API_ENDPOINT', check: isUrl, description: 'Control-plane API base URL (svc bundle publish)' },
   'api.key': { secret: true, env: 'SVC_API_KEY', check: (v) => (v.trim() ? null : 'must not be empty'), description: 'Admin API key, sent as X-Admin-Key (stored 0600, masked in show)' },
   'api.timeout_ms': { default: '30000', check: (v) => (/^[1-9]\d{0,6}$/.test(v) ? null : 'must be a positive integer (milliseconds)'), description: 'HTTP timeout of API calls' },
+  'api.context_endpoint': { env: 'SVC_CONTEXT_ENDPOINT', check: isUrl, description: 'Context service (gRPC/Connect, HTTP/2) base URL for `svc context request --protocol connect|grpc` (default: the API endpoint\'s host, port 8002)' },
   author: { description: 'provenance.created_by of the bundles the CLI writes (default: $USER)' },
   'validate.strict': { default: 'false', check: (v) => (v === 'true' || v === 'false' ? null : 'must be true or false'), description: 'Make `svc validate` strict by default' },
 };
