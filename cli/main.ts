@@ -1,7 +1,9 @@
 /**
- * The `svc` authoring CLI (bundle authoring, and the audit log's transparency checks: `svc
- * audit`, `svc witness`; the running system is otherwise driven through its REST and gRPC APIs). Built on cac, which has no sub-commands: `svc bundle create` and
- * `svc config set` are registered as two-word commands and argv is joined to match.
+ * `svc`: the operator's tool for the running system (agents, keys, publishing, context
+ * requests, tags, deployments, the audit log, ownership, MCP servers; through the typed
+ * `@svc/client`) and the authoring tool for SCS bundles and SCDs. Built on cac, which has
+ * no sub-commands: `svc agents create` and `svc config set` are registered as two-word
+ * commands and argv is joined to match (GROUPS).
  */
 import { cac, type CAC } from 'cac';
 import { AGENTS_SUBCOMMANDS, registerAgents } from './commands/agents.js';
@@ -45,28 +47,31 @@ const GROUPS: Record<string, { description: string; subcommands: string[] }> = {
 
 function build(): CAC {
   const cli = cac('svc');
-  registerNew(cli);
-  registerInit(cli);
-  registerBundleCreate(cli);
-  registerBundleVersion(cli);
-  registerBundlePublish(cli);
+  // Listed in `svc --help` in this order: running the system first, then authoring.
   registerPublish(cli);
-  registerValidate(cli);
-  registerConfig(cli);
-  registerInfo(cli);
+  registerAgents(cli);
+  registerKeys(cli);
+  registerContext(cli);
+  registerTags(cli);
+  registerDeployments(cli);
   registerAudit(cli);
   registerWitness(cli);
   registerOwnership(cli);
-  registerAgents(cli);
-  registerKeys(cli);
   registerMcp(cli);
-  registerTags(cli);
-  registerDeployments(cli);
-  registerContext(cli);
+  registerNew(cli);
+  registerInit(cli);
+  registerValidate(cli);
+  registerBundleCreate(cli);
+  registerBundleVersion(cli);
+  registerBundlePublish(cli);
+  registerConfig(cli);
+  registerInfo(cli);
   registerCompletion(cli, GROUPS);
   cli.help((sections) => {
-    sections[0] = { body: `svc ${VERSION}: author Structured Context Specification 0.3 bundles and SCDs` };
     const isGlobal = sections.some((s) => s.title === 'Commands');
+    // cac shows no command's description in its own help: say what the command does first.
+    const cmd = cli.matchedCommand;
+    sections[0] = { body: isGlobal || !cmd ? `svc ${VERSION}: run the svc control plane (agents, keys, content, context, audit) and author Structured Context Specification bundles` : `svc ${cmd.name}: ${cmd.description}` };
     const opts = sections.find((s) => s.title === 'Options');
     if (opts && isGlobal) opts.body = '  -h, --help     Display this message\n  -v, --version  Display version number';
     // cac hides any option named `version` from command help; these commands own one.
@@ -93,7 +98,13 @@ function build(): CAC {
 
 function groupHelp(name: string): string {
   const g = GROUPS[name];
-  return [`svc ${name}: ${g.description}`, '', 'Commands:', ...g.subcommands.map((s) => `  svc ${name} ${s}`), '',
+  const commands = build().commands;
+  const rows = g.subcommands.map((s) => {
+    const c = commands.find((x) => x.name === `${name} ${s}`);
+    return [`svc ${c?.rawName ?? `${name} ${s}`}`, c?.description ?? ''];
+  });
+  const width = Math.max(...rows.map(([u]) => u.length));
+  return [`svc ${name}: ${g.description}`, '', 'Commands:', ...rows.map(([u, d]) => `  ${u.padEnd(width)}  ${d}`.trimEnd()), '',
     `For more info, run any command with the \`--help\` flag: svc ${name} ${g.subcommands[0]} --help`].join('\n');
 }
 

@@ -134,7 +134,9 @@ describe('svc --version, --help, info', () => {
     expect(validateHelp.stdout).toContain('-o, --output <format>');
     expect(versionHelp.stdout).toContain('$ svc bundle version <bundle-path>');
     expect(versionHelp.stdout).toContain('--version <semver>');
-    expect(bundleHelp.stdout).toContain('svc bundle publish');
+    expect(bundleHelp.stdout).toMatch(/^ {2}svc bundle publish <bundle-path> +Send a bundle and its SCD documents/m);
+    // A command's help says first what it does (cac itself shows no description there).
+    expect(validateHelp.stdout.split('\n')[0]).toBe('svc validate: Validate bundles, SCDs and domain manifests (a file, a directory, or several)');
     expect(unknown.code).toBe(3);
     expect(unknown.stderr).toContain("unknown command 'frobnicate'");
   });
