@@ -25,7 +25,7 @@ export function registerBundlePublish(cli: CAC): void {
   withApiOptions(cli.command('bundle publish <bundle-path>', 'Send a bundle and its SCD documents to the control-plane API'))
     .option('--project <dir>', 'Where to find the bundle\'s SCD files (default: nearest .svc/, else the bundle\'s directory)')
     .option('--dry-run', 'Print the request body instead of sending it')
-    .option('-o, --output <format>', 'Output format: text or json (json prints the server\'s status and body)', { default: 'text' })
+    .option('-o, --output <format>', 'Output format: text or json (the API\'s JSON answer; errors on stderr)', { default: 'text' })
     .example('svc bundle publish concerns/security.yaml')
     .action(async (path: string, opts: { endpoint?: unknown; key?: unknown; project?: string; dryRun?: boolean; output: string }) => {
       if (opts.output !== 'text' && opts.output !== 'json') throw usageError(`--output must be text or json, not '${opts.output}'`);
@@ -50,9 +50,9 @@ export function registerBundlePublish(cli: CAC): void {
       const status = r.response.status;
       const answer: unknown = r.response.ok ? r.data : r.error;
       const ok = r.response.ok;
-      if (opts.output === 'json') {
-        json({ status, body: answer ?? null });
-        return ok ? EXIT.ok : EXIT.failed;
+      if (opts.output === 'json' && ok) {
+        json(answer);
+        return EXIT.ok;
       }
       const a = (answer && typeof answer === 'object' ? answer : {}) as Record<string, unknown>;
       if (ok) {

@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -36,10 +36,15 @@ describe('svc bundle publish', () => {
     expect(stored.status).toBe(200);
     expect(stored.body.scds).toEqual([`scd:project:${name}.problem-definition`]);
     const meta = await s.run(['bundle', 'publish', 'meta-bundle.yaml', '-o', 'json'], { cwd: root(), env });
-    expect(meta.code).toBe(1); // the same version again
-    const answer = JSON.parse(meta.stdout);
-    expect(answer.status).toBe(409);
-    expect(answer.body.error).toBe('conflict');
+    expect(meta.code).toBe(1); // the same version again: the error on stderr, nothing on stdout
+    expect(meta.stdout).toBe('');
+    expect(meta.stderr).toMatch(/refused bundle:\S+ 0\.1\.0: HTTP 409 conflict: /);
+    // -o json of a success is exactly the API's answer.
+    const concern = readFileSync(join(root(), 'concerns/business-context.yaml'), 'utf8');
+    writeFileSync(join(root(), 'concerns/business-context-0.2.0.yaml'), concern.replace(/^version: 0\.1\.0$/m, 'version: 0.2.0'));
+    const next = await s.run(['bundle', 'publish', 'concerns/business-context-0.2.0.yaml', '-o', 'json'], { cwd: root(), env });
+    expect(next.code, next.stderr).toBe(0);
+    expect(JSON.parse(next.stdout)).toMatchObject({ bundle_id: `bundle:${name}.business-context`, version: '0.2.0', status: 'published', validation_status: 'valid' });
   });
 
   it('publishes every bundle of a healthcare project (standards, applies_to roles, relationships)', async () => {
