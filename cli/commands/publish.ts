@@ -24,6 +24,7 @@ import { resolve } from 'node:path';
 import type { CAC } from 'cac';
 import type { components } from '../../gen/openapi/control-plane.js';
 import { classifyDocument, parseImport } from '../../src/core/scs/index.js';
+import { DEFAULT_SCS_VERSION } from '../../src/core/scs/versions.js';
 import { compareSemver, isReleaseVersion } from '../../src/shared/semver.js';
 import { ApiError, call, connection, controlPlane, str, withApiOptions, type Connection } from '../lib/api.js';
 import { display, type LoadedFile } from '../lib/documents.js';
@@ -119,7 +120,7 @@ export function compareStored(local: LocalBundle, stored: BundleVersionDetail): 
 }
 
 /** The project's bundles (semver ones; DRAFT files are skipped) with their local SCD documents. */
-function localBundles(files: LoadedFile[]): { bundles: LocalBundle[]; skipped: Summary['skipped'] } {
+function localBundles(files: LoadedFile[], scsVersion: string): { bundles: LocalBundle[]; skipped: Summary['skipped'] } {
   const scds = new Map<string, Record<string, Json>>();
   const bundleFiles: LoadedFile[] = [];
   for (const f of files) {
@@ -132,6 +133,10 @@ function localBundles(files: LoadedFile[]): { bundles: LocalBundle[]; skipped: S
   const skipped: Summary['skipped'] = [];
   for (const f of bundleFiles) {
     const doc = asJson(f.doc) as Record<string, Json>;
+    // The API judges a bundle by the rules of its schema_version (default 0.3.0): a project
+    // that declares another SCS version says so on each bundle that does not, so that the
+    // API's verdict is validate's.
+    if (doc.schema_version === undefined && scsVersion !== DEFAULT_SCS_VERSION) doc.schema_version = scsVersion;
     const id = String(doc.id);
     const version = String(doc.version);
     if (!isReleaseVersion(version)) {
@@ -268,7 +273,7 @@ export function registerPublish(cli: CAC): void {
       if (manifests.manifests.length) progress(`release manifests ${manifests.manifests.join(', ')}: ${manifests.verified} digest(s) verified`);
 
       // 2. What the server holds, before anything is sent.
-      const { bundles, skipped } = localBundles(files);
+      const { bundles, skipped } = localBundles(files, report.rule_set.version);
       const order = publishOrder(bundles);
       const project = projectBundle(bundles, dir);
       const plan: Array<{ b: LocalBundle; stored: BundleVersionDetail | null }> = [];

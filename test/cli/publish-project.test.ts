@@ -14,7 +14,8 @@ import { ADMIN_KEY, startTestStack, type TestStack } from '../harness.js';
 import { issueKey, makeAgent } from '../identity/fixtures.js';
 import { compareStored, publishOrder, type LocalBundle } from '../../cli/commands/publish.js';
 import { describeProblem, verifyManifests } from '../../cli/lib/manifest.js';
-import { BIN, pty, sandbox } from './helpers.js';
+import { parse as parseYaml } from 'yaml';
+import { BIN, pty, ROOT, sandbox } from './helpers.js';
 
 vi.setConfig({ testTimeout: 240_000 });
 
@@ -207,6 +208,24 @@ describe('svc publish', () => {
       rmSync(sums, { force: true });
       rmSync(join(root(), 'concerns', 'security.yaml.sha256'), { force: true });
     }
+  });
+
+  it('publishes a project that declares SCS 0.1.0 under the 0.1.0 rules: each bundle says schema_version 0.1.0, so the API judges it as validate does', async () => {
+    cpSync(join(ROOT, 'test/fixtures/validate/scs-0.1.0'), join(s.work, 'v01'), { recursive: true });
+    const first = await s.run(['publish', 'v01', '--tag', 'clinic:prod', '-o', 'json'], { env });
+    expect(first.code, first.stderr).toBe(0);
+    expect(JSON.parse(first.stdout).bundles.map((b: { id: string; action: string }) => [b.id, b.action])).toEqual([
+      ['bundle:meta', 'published'], ['bundle:architecture', 'published'], ['bundle:clinic', 'published'],
+    ]);
+    const stored = await t.call('api', 'GET', `/api/bundles/${encodeURIComponent('bundle:architecture')}/versions/1.0.0`, { admin: true });
+    expect(stored.body.schema_version).toBe('0.1.0');
+    const again = await s.run(['publish', 'v01', '--tag', 'clinic:prod'], { env });
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toContain('nothing changed: 3 bundles unchanged');
+    // Without it, the API would judge the 0.1.0 domain bundle (a container of SCDs) by the 0.3.0 rules.
+    const doc = parseYaml(readFileSync(join(s.work, 'v01/bundles/domains/architecture.yaml'), 'utf8'));
+    const bare = await t.call('api', 'POST', '/api/bundles', { admin: true, body: { ...doc, version: '1.0.1' } });
+    expect(bare.status).toBe(400);
   });
 
   it('exit codes: bundle publish DIR (3), usage (3), no directory (4), a closed port (5)', async () => {
