@@ -17,9 +17,10 @@ import { verifyAppend } from '../../src/core/tlog/verify-append.js';
 import { apiError, call, connection, controlPlane, describeNetworkError, UnreachableError, withApiOptions, type Connection } from '../lib/api.js';
 import { rawOption } from '../lib/argv.js';
 import { CliError, EXIT, usageError } from '../lib/errors.js';
+import { withPrefix } from '../lib/resources.js';
 import { fields, outputFormat, paint, table, withOutputOption } from '../lib/output.js';
 import { err, json, out } from '../lib/io.js';
-import { connectionFrom, TlogClient } from '../lib/tlog-client.js';
+import { TlogClient } from '../lib/tlog-client.js';
 import { describe, fetchCheckpoint, loadCheckpoint, resolveLogKey, saveCheckpoint } from '../lib/tlog-trust.js';
 
 export const AUDIT_SUBCOMMANDS = ['verify', 'requests', 'events', 'tail', 'keygen', 'checkpoint', 'prove'];
@@ -56,7 +57,7 @@ export function registerAudit(cli: CAC): void {
     .option('--save <file>', 'Save it (JSON: origin, tree_size, root, note, log_key) for `svc audit verify --since`')
     .example('svc audit checkpoint --save audit-checkpoint.json')
     .action(async (opts: Conn & { save?: unknown }) => {
-      const client = new TlogClient(connectionFrom({ endpoint: str(opts.endpoint), key: str(opts.key) }));
+      const client = new TlogClient(connection({ endpoint: str(opts.endpoint), key: str(opts.key) }));
       const c = await fetchCheckpoint(client, await resolveLogKey(client, str(opts.logKey)));
       out(`checkpoint verified: ${describe(c)}`);
       const save = str(opts.save);
@@ -70,7 +71,7 @@ export function registerAudit(cli: CAC): void {
   withConnection(cli.command('audit prove <request-id>', "Prove that a context request's audit record is in the log's latest checkpoint"))
     .example('svc audit prove 6f1c2d3e-...')
     .action(async (requestId: unknown, opts: Conn) => {
-      const client = new TlogClient(connectionFrom({ endpoint: str(opts.endpoint), key: str(opts.key) }));
+      const client = new TlogClient(connection({ endpoint: str(opts.endpoint), key: str(opts.key) }));
       const c = await fetchCheckpoint(client, await resolveLogKey(client, str(opts.logKey)));
       if (c.size === 0) throw new CliError('the log is empty');
       const id = String(requestId);
@@ -110,7 +111,7 @@ export function registerAudit(cli: CAC): void {
       const concurrency = Number(opts.concurrency);
       if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64) throw usageError('--concurrency must be an integer 1..64');
       const old = loadCheckpoint(since);
-      const client = new TlogClient(connectionFrom({ endpoint: str(opts.endpoint), key: str(opts.key) }));
+      const client = new TlogClient(connection({ endpoint: str(opts.endpoint), key: str(opts.key) }));
       const cur = await fetchCheckpoint(client, await resolveLogKey(client, str(opts.logKey), old.logKey));
       out(`old: ${describe(old)}`);
       out(`new: ${describe(cur)}`);
@@ -180,6 +181,12 @@ function limitOption(v: unknown, dflt: number): number {
   return n;
 }
 
+/** `--agent`: an agent id, its `agent:` prefix optional as in every command. */
+const agentOpt = (v: unknown): string | undefined => {
+  const a = textOpt(v, 'agent');
+  return a === undefined ? undefined : withPrefix('agent', a);
+};
+
 /** A text option as typed (mri turns `--resource-id 0012` into 12). */
 const textOpt = (v: unknown, name: string): string | undefined => {
   const s = v === undefined ? undefined : rawOption(name) ?? str(v);
@@ -212,7 +219,8 @@ function registerAuditLog(cli: CAC): void {
     .action(async (opts: { endpoint?: unknown; key?: unknown; output?: unknown; agent?: unknown; since?: unknown; until?: unknown; limit?: unknown }) => {
       const format = outputFormat(opts.output);
       const limit = limitOption(opts.limit, 100);
-      const query = { agent_id: textOpt(opts.agent, 'agent'), since: timeOption('since', opts.since), until: timeOption('until', opts.until) };
+      const agent = agentOpt(opts.agent);
+      const query = { agent_id: agent, since: timeOption('since', opts.since), until: timeOption('until', opts.until) };
       const conn = connection(opts);
       const api = controlPlane(conn);
       const records: AuditRecord[] = [];
@@ -272,7 +280,7 @@ function registerAuditLog(cli: CAC): void {
     .example('svc audit tail -o json | jq .task_type   # one JSON record per line')
     .action(async (opts: { endpoint?: unknown; key?: unknown; output?: unknown; agent?: unknown; after?: unknown }) => {
       const format = outputFormat(opts.output);
-      const agent = textOpt(opts.agent, 'agent');
+      const agent = agentOpt(opts.agent);
       let last: string | undefined;
       if (opts.after !== undefined) {
         const a = String(opts.after);

@@ -11,7 +11,8 @@ import { verifyConsistency } from '../../src/core/tlog/merkle.js';
 import type { ParsedSignerKey } from '../../src/core/tlog/note.js';
 import { CliError, EXIT, usageError } from '../lib/errors.js';
 import { err, out } from '../lib/io.js';
-import { connectionFrom, TlogClient } from '../lib/tlog-client.js';
+import { connection } from '../lib/api.js';
+import { TlogClient } from '../lib/tlog-client.js';
 import { describe, fetchCheckpoint, resolveLogKey, verifyCheckpoint, type VerifiedCheckpoint } from '../lib/tlog-trust.js';
 import { loadWitnessState, saveWitnessState } from '../lib/witness-state.js';
 
@@ -75,7 +76,7 @@ export function registerWitness(cli: CAC): void {
       const interval = Number(opts.intervalMs);
       if (!Number.isInteger(interval) || interval < 100) throw usageError('--interval-ms must be an integer >= 100');
       const signer = readSignerKey(keyFile);
-      const client = new TlogClient(connectionFrom({ endpoint: str(opts.log) }));
+      const client = new TlogClient(connection({ endpoint: str(opts.log) }));
       const state = loadWitnessState(dir);
       const logKey = await resolveLogKey(client, str(opts.logKey), state?.logKey);
       let last = state?.last ?? null;

@@ -5,25 +5,12 @@
  */
 import { entriesPath, tilePath } from '../../src/core/tlog/tile-path.js';
 import { describeNetworkError, UnreachableError } from './api.js';
-import { CliError, usageError } from './errors.js';
+import { CliError } from './errors.js';
 
 export interface TlogConnection {
   endpoint: string;
   adminKey?: string;
   timeoutMs?: number;
-}
-
-/** The endpoint, admin key and timeout of a command: options first, then SVC_API_ENDPOINT / SVC_API_KEY. */
-export function connectionFrom(opts: { endpoint?: string; key?: string }): TlogConnection {
-  const endpoint = String(opts.endpoint ?? process.env.SVC_API_ENDPOINT ?? 'http://127.0.0.1:8000').replace(/\/+$/, '');
-  try {
-    const u = new URL(endpoint);
-    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error();
-  } catch {
-    throw usageError(`endpoint '${endpoint}' is not an http(s) URL`);
-  }
-  const key = opts.key ?? process.env.SVC_API_KEY;
-  return { endpoint, adminKey: key ? String(key) : undefined, timeoutMs: 30000 };
 }
 
 export interface InclusionProofBody { leaf_index: number; tree_size: number; hashes: Buffer[] }

@@ -131,7 +131,7 @@ describe('svc audit verify / requests / events / tail', () => {
     const [reqText, reqJson, reqLim, evJson, evText, evLim] = await Promise.all([
       s.run(['audit', 'requests', '--agent', agentId], { env }),
       s.run(['audit', 'requests', '--agent', agentId, '-o', 'json', '--since', '1d'], { env }),
-      s.run(['audit', 'requests', '--agent', agentId, '-o', 'json', '--limit', '2'], { env }),
+      s.run(['audit', 'requests', '--agent', agentId.replace(/^agent:/, ''), '-o', 'json', '--limit', '2'], { env }), // the agent: prefix may be left out
       s.run(['audit', 'events', '--resource-id', agentId, '-o', 'json'], { env }),
       s.run(['audit', 'events', '--resource-type', 'agent', '--type', 'agent.created'], { env }),
       s.run(['audit', 'events', '-o', 'json', '--limit', '1'], { env }),
