@@ -131,11 +131,10 @@ export function registerAgents(cli: CAC): void {
     .option('--description <text>', 'New description (an empty string clears it)')
     .option('--owner <owner-id>', 'Reassign to another owner at once (recorded as a forced ownership transfer)')
     .option('--owner-name <name>', "The owner's display name")
-    .option('--role <role>', "Not possible: the API cannot change an agent's role (exit 3)")
+    .option('--role <role>', 'Move it to another role (role:NAME): from its next request it receives that role\'s content')
     .example('svc agents update agent:reviewer --add-intent deploy_staging --remove-intent triage')
     .action(async (id: unknown, opts: Opts) => {
       const format = outputFormat(opts.output);
-      if (opts.role !== undefined) throw usageError("--role: the API cannot change an agent's role (PUT /api/agents/{agent_id} has no role_id); register a new agent with the role");
       const edits = LIST_EDITS.map((e) => ({ ...e, add: texts(opts, e.addKey, `add-${e.flag}`), remove: texts(opts, e.removeKey, `remove-${e.flag}`) }));
       for (const e of edits) {
         const both = e.add.filter((t) => e.remove.includes(t));
@@ -144,6 +143,8 @@ export function registerAgents(cli: CAC): void {
       const body: ControlPlane.components['schemas']['AgentUpdate'] = {};
       const name = text(opts, 'name', 'name');
       if (name !== undefined) body.name = name;
+      const role = text(opts, 'role', 'role');
+      if (role !== undefined) body.role_id = withPrefix('role', role);
       const description = clearable(opts, 'description', 'description');
       if (description !== undefined) body.description = description;
       const ownerId = text(opts, 'owner', 'owner');
@@ -151,7 +152,7 @@ export function registerAgents(cli: CAC): void {
       const ownerName = text(opts, 'ownerName', 'owner-name');
       if (ownerName) body.owner_name = ownerName;
       const listEdits = edits.filter((e) => e.add.length || e.remove.length);
-      if (!listEdits.length && !Object.keys(body).length) throw usageError('nothing to change: give --add-/--remove-intent, --add-/--remove-override, --add-/--remove-restriction, --name, --description, --owner or --owner-name');
+      if (!listEdits.length && !Object.keys(body).length) throw usageError('nothing to change: give --add-/--remove-intent, --add-/--remove-override, --add-/--remove-restriction, --name, --role, --description, --owner or --owner-name');
       const agent_id = agentId(id);
       const { conn, api } = admin(opts);
       const policy: ControlPlane.components['schemas']['AgentPolicyUpdate'] = {};

@@ -96,7 +96,7 @@ describe('svc agents, svc keys', () => {
       svc('agents', 'update', a, '--add-intent', 'code_review', '--remove-intent', 'nope'),
       svc('agents', 'update', a, '--add-intent', 'code_review', '-o', 'json'),
       svc('agents', 'update', a, '--add-intent', 'x', '--remove-intent', 'x'),
-      svc('agents', 'update', a, '--role', 'role:other'),
+      svc('agents', 'update', a, '--role', 'role:'),
       svc('agents', 'update', a),
       svc('agents', 'update', `agent:nobody-${u}`, '--remove-intent', 'x'),
     ]);
@@ -106,8 +106,8 @@ describe('svc agents, svc keys', () => {
     expect(same.stderr).toContain(`${a} has no intent nope`);
     expect(JSON.parse(noop.stdout)).toEqual(readA); // nothing written: updated_at unchanged
     expect(both.code).toBe(3);
-    expect(role.code).toBe(3);
-    expect(role.stderr).toContain("cannot change an agent's role");
+    expect(role.code).toBe(1); // the API refuses the malformed role (validation_error)
+    expect(role.stderr).toContain('validation_error');
     expect(nothing.code).toBe(3);
     expect(badRemove.code).toBe(1);
     expect(badRemove.stderr).toContain('not_found');
@@ -119,6 +119,12 @@ describe('svc agents, svc keys', () => {
     expect(unpol.stdout).toBe(`agent ${a} updated (overrides -)\n`);
     expect(unpol.stderr).toContain(`already has restriction scd:project:r-${u}`);
     expect((await svc('agents', 'update', a, '--add-override', 'x', '--remove-override', 'x')).code).toBe(3);
+    // Another role: the agent.updated event records the move, and the next request gets the new role.
+    const moved = await svc('agents', 'update', a, '--role', 'auditor');
+    expect(moved.stdout).toBe(`agent ${a} updated (role_id)\n`);
+    expect(await api('GET', `/api/agents/${a}`)).toMatchObject({ role_id: 'role:auditor' });
+    const ev = (await api('GET', `/api/audit/events?resource_id=${encodeURIComponent(a)}&event_type=agent.updated`)).events[0];
+    expect(ev).toMatchObject({ before: { role_id: 'role:security' }, after: { role_id: 'role:auditor' } });
     const ownerMove = await svc('agents', 'update', a, '--owner', 'bob@example.com', '--description', '');
     expect(ownerMove.stdout).toBe(`agent ${a} updated (description, owner_id)\n`);
     expect(await api('GET', `/api/agents/${a}`)).toMatchObject({ owner_id: 'bob@example.com', description: null });

@@ -55,3 +55,16 @@ it('revocation, suspension and revocation of the agent take effect on the next r
   const logs = t.logs.join('\n');
   for (const k of [k1, k2, k3]) expect(logs).not.toContain(k.api_key.slice(8));
 });
+
+it('a role changed by PUT takes effect on the next request (warm key cache), and its graph edge follows', async () => {
+  const a = await makeAgent(t, { role_id: 'role:nurse', allowed_intents: ['triage'] });
+  const k = await issueKey(t, a.agent_id);
+  for (let i = 0; i < 3; i++) expect((await ask(k.api_key)).body).toMatchObject({ success: true, role_id: 'role:nurse' }); // warm
+  const put = await t.call('api', 'PUT', `/api/agents/${a.agent_id}`, { admin: true, body: { role_id: 'role:auditor' } });
+  expect(put.status).toBe(200);
+  expect(put.body.role_id).toBe('role:auditor');
+  expect((await ask(k.api_key)).body).toMatchObject({ success: true, role_id: 'role:auditor' });
+  const edges = await t.testDb.owner.query(`SELECT to_id FROM graph_edges WHERE from_id = $1 AND edge_type = 'HAS_ROLE'`, [a.agent_id]);
+  expect(edges.map((e: any) => e.to_id)).toEqual(['role:auditor']);
+  expect((await t.call('api', 'PUT', `/api/agents/${a.agent_id}`, { admin: true, body: { role_id: 'auditor' } })).status).toBe(400);
+});

@@ -1,5 +1,5 @@
 /**
- * Agent changes (spec 3.1): partial update (name, description, intents, status, owner) and
+ * Agent changes (spec 3.1): partial update (name, description, role, intents, status, owner) and
  * the policy (overrides, restrictions). Revoking revokes every active key in the same
  * transaction; un-revoking counts toward the license cap again. Every change is followed,
  * after its commit, by a key-cache invalidation for the agent on every process.
@@ -73,6 +73,7 @@ export async function updateAgent(ctx: AppContext, agentId: string, input: Updat
         .update(agents)
         .set({
           ...(input.name != null && { name: input.name }),
+          ...(input.role_id != null && { role_id: input.role_id }),
           ...(input.description !== undefined && { description: input.description ?? null }),
           ...(input.allowed_intents && { allowed_intents: intentsToStore(input.allowed_intents) }),
           ...(input.status != null && { status: input.status }),
@@ -82,6 +83,8 @@ export async function updateAgent(ctx: AppContext, agentId: string, input: Updat
         })
         .where(eq(agents.agent_id, agentId))
         .returning();
+      // Another role: the agent's HAS_ROLE edge follows (selection reads the role from the row).
+      if (row.role_id !== cur.role_id) await syncAgentGraph(db, row);
       const agent = toAgent(row);
       // The owner change's own event (ownership.force_assigned) first, then the agent's.
       await recordReassignment?.();

@@ -233,6 +233,7 @@ class AgentCreate(TypedDict):
 class AgentUpdate(TypedDict):
     name: NotRequired[str]
     description: NotRequired[str | None]
+    role_id: NotRequired[RoleId]
     allowed_intents: NotRequired[list[TaskType]]
     status: NotRequired[Literal['active', 'suspended', 'revoked']]
     owner_name: NotRequired[str | None]

@@ -354,6 +354,9 @@ export interface paths {
          *       `owner_verified: true` is rejected (400, rule `owner_unverifiable`) and changes
          *       nothing; `false` is accepted. Changing `owner_name` keeps it `false` (a manually
          *       asserted owner, to be disclosed as such).
+         *     - `role_id` moves the agent to another role: from its next request it receives the
+         *       content of the new role (its key cache is invalidated on every process; the
+         *       `agent.updated` event records the old and new role).
          *     - `owner_id` different from the current owner is an admin's direct reassignment: it is
          *       recorded as a transfer completed at once (`force_assigned`, reason `PUT
          *       /api/agents`, event `ownership.force_assigned`) and shows in the ownership history.
@@ -1910,6 +1913,7 @@ export interface components {
         AgentUpdate: {
             name?: string;
             description?: string | null;
+            role_id?: components["schemas"]["RoleId"];
             allowed_intents?: components["schemas"]["TaskType"][];
             /** @enum {string} */
             status?: "active" | "suspended" | "revoked";
