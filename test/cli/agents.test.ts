@@ -1,19 +1,10 @@
-import { createServer, type AddressInfo } from 'node:net';
 import { mkdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ADMIN_KEY, startTestStack, type TestStack } from '../harness.js';
-import { sandbox, type Run } from './helpers.js';
+import { closedPort, type Run, sandbox } from './helpers.js';
 
 // Every check spawns the real bin (tsx start-up, ~1-3 s on a loaded machine).
 vi.setConfig({ testTimeout: 240_000 });
-
-/** A port nothing listens on. */
-const closedPort = () => new Promise<number>((res) => {
-  const srv = createServer().listen(0, '127.0.0.1', () => {
-    const { port } = srv.address() as AddressInfo;
-    srv.close(() => res(port));
-  });
-});
 
 /** `svc agents ...` and `svc keys ...` against the real API on port 0. */
 describe('svc agents, svc keys', () => {

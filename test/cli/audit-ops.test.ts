@@ -6,23 +6,13 @@
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { auditStreams } from '../../src/api/audit/stream.js';
 import { ADMIN_KEY, startTestStack, type TestStack } from '../harness.js';
 import { issueKey, makeAgent } from '../identity/fixtures.js';
-import { BIN, sandbox } from './helpers.js';
+import { BIN, closedPort, sandbox } from './helpers.js';
 
 vi.setConfig({ testTimeout: 240_000 });
-
-async function closedPort(): Promise<number> {
-  return new Promise<number>((res) => {
-    const srv = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as AddressInfo;
-      srv.close(() => res(port));
-    });
-  });
-}
 
 /** A long-running `svc` (tail): its output as it comes, waited on by content, never by time. */
 class Follower {

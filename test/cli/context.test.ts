@@ -4,28 +4,18 @@
  * security SCDs and the 4 meta SCDs), refusals exiting 1 with the same code on every
  * protocol, usage errors (3) and closed ports (5).
  */
-import { createServer, type AddressInfo } from 'node:net';
 import { mkdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestStack, type TestStack } from '../harness.js';
 import { publishCorpus, type PublishedCorpus } from '../fixtures/corpus.js';
 import { issueKey, makeAgent } from '../identity/fixtures.js';
-import { sandbox } from './helpers.js';
+import { closedPort, sandbox } from './helpers.js';
 
 vi.setConfig({ testTimeout: 240_000 });
 
 const PROTOCOLS = ['rest', 'connect', 'grpc'] as const;
 const esc = (v: string) => v.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
-
-async function closedPort(): Promise<number> {
-  return new Promise<number>((res) => {
-    const srv = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as AddressInfo;
-      srv.close(() => res(port));
-    });
-  });
-}
 
 describe('svc context request', () => {
   const s = sandbox();

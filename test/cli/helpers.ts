@@ -4,6 +4,7 @@
  * private user-config directory so that no test touches ~.
  */
 import { spawn } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -56,5 +57,15 @@ export function pty(cmd: string[], cwd: string, env: Record<string, string>, ste
       try { resolvePromise(JSON.parse(out)); } catch { reject(new Error(`pty driver failed: ${errText || out}`)); }
     });
     child.stdin.end(JSON.stringify({ cmd, cwd, env, steps, timeout }));
+  });
+}
+
+/** A loopback port nothing listens on (bound, then released): the "server unreachable" case. */
+export function closedPort(): Promise<number> {
+  return new Promise((resolvePromise) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as AddressInfo;
+      srv.close(() => resolvePromise(port));
+    });
   });
 }

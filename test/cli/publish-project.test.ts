@@ -7,7 +7,6 @@
 import { createHash } from 'node:crypto';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ADMIN_KEY, startTestStack, type TestStack } from '../harness.js';
@@ -15,7 +14,7 @@ import { issueKey, makeAgent } from '../identity/fixtures.js';
 import { compareStored, publishOrder, type LocalBundle } from '../../cli/commands/publish.js';
 import { describeProblem, verifyManifests } from '../../cli/lib/manifest.js';
 import { parse as parseYaml } from 'yaml';
-import { BIN, pty, ROOT, sandbox } from './helpers.js';
+import { BIN, closedPort, pty, ROOT, sandbox } from './helpers.js';
 
 vi.setConfig({ testTimeout: 240_000 });
 
@@ -229,12 +228,7 @@ describe('svc publish', () => {
   });
 
   it('exit codes: bundle publish DIR (3), usage (3), no directory (4), a closed port (5)', async () => {
-    const closed = await new Promise<number>((res) => {
-      const srv = createServer().listen(0, '127.0.0.1', () => {
-        const { port } = srv.address() as AddressInfo;
-        srv.close(() => res(port));
-      });
-    });
+    const closed = await closedPort();
     const [dir, noTag, badTag, envOpt, nowhere, down, badOut, wrongKey] = await Promise.all([
       s.run(['bundle', 'publish', name], { env }),
       s.run(['publish', name], { env }),

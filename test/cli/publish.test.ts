@@ -1,9 +1,8 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ADMIN_KEY, startTestStack, type TestStack } from '../harness.js';
-import { sandbox } from './helpers.js';
+import { closedPort, sandbox } from './helpers.js';
 
 // Every test spawns the real bin (tsx start-up, ~1 s each on an idle machine): allow for a loaded one.
 vi.setConfig({ testTimeout: 240_000 });
@@ -68,12 +67,7 @@ describe('svc bundle publish', () => {
   });
 
   it('reports a wrong key (401), an unreachable server (exit 5), and a missing key (exit 3)', async () => {
-    const closed = await new Promise<number>((res) => {
-      const srv = createServer().listen(0, '127.0.0.1', () => {
-        const { port } = srv.address() as AddressInfo;
-        srv.close(() => res(port));
-      });
-    });
+    const closed = await closedPort();
     const [wrong, down, nokey] = await Promise.all([
       s.run(['bundle', 'publish', 'meta-bundle.yaml'], { cwd: root(), env: { ...env, SVC_API_KEY: 'not-the-admin-key-0000' } }),
       s.run(['bundle', 'publish', 'meta-bundle.yaml', '--endpoint', `http://127.0.0.1:${closed}`], { cwd: root(), env }),
