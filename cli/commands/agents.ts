@@ -28,7 +28,7 @@ const LIST_EDITS = [
 const agentId = (v: unknown) => withPrefix('agent', arg(v, 'AGENT_ID'));
 const owner = (a: Agent) => (a.owner_name ? `${a.owner_id} (${a.owner_name})` : a.owner_id);
 
-export const AGENT_COLUMNS: Array<[string, (a: Agent) => unknown]> = [
+const AGENT_COLUMNS: Array<[string, (a: Agent) => unknown]> = [
   ['ID', (a) => a.agent_id], ['NAME', (a) => a.name], ['ROLE', (a) => a.role_id], ['STATUS', (a) => a.status],
   ['INTENTS', (a) => a.allowed_intents], ['OWNER', (a) => a.owner_id],
 ];

@@ -42,7 +42,7 @@ interface Answer {
 const list = (v: unknown): string[] => (v === undefined || v === null || v === false ? [] : (Array.isArray(v) ? v : [v]).map(String));
 
 /** The context endpoint: flag, SVC_CONTEXT_ENDPOINT, config api.context_endpoint, else the API's host on port 8002. */
-export function contextEndpoint(flag: unknown, conn: Connection): string {
+function contextEndpoint(flag: unknown, conn: Connection): string {
   const given = str(flag) ?? resolveKey('api.context_endpoint').value;
   if (given) return checkEndpoint(given);
   const u = new URL(conn.endpoint);

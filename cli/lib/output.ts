@@ -18,7 +18,7 @@ export function outputFormat(v: unknown): Format {
   return f;
 }
 
-export const useColor = (stream: NodeJS.WriteStream = process.stdout): boolean =>
+const useColor = (stream: NodeJS.WriteStream = process.stdout): boolean =>
   !!stream.isTTY && !('NO_COLOR' in process.env && process.env.NO_COLOR !== '') && process.env.TERM !== 'dumb';
 
 const CODES = { bold: [1, 22], dim: [2, 22], red: [31, 39], green: [32, 39], yellow: [33, 39] } as const;
@@ -29,7 +29,7 @@ export function paint(text: string, style: keyof typeof CODES, stream: NodeJS.Wr
 }
 
 /** A cell as people read it: absent is `-`, dates and lists as they are, objects as compact JSON. */
-export function cell(v: unknown): string {
+function cell(v: unknown): string {
   if (v === undefined || v === null || v === '') return '-';
   if (Array.isArray(v)) return v.length ? v.map(cell).join(',') : '-';
   if (typeof v === 'object') return JSON.stringify(v);
