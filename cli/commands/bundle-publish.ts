@@ -8,7 +8,7 @@
  */
 import { statSync } from 'node:fs';
 import type { CAC } from 'cac';
-import type { components } from '../../gen/openapi/control-plane.js';
+import type { ControlPlane } from '@svc/client';
 import { classifyDocument } from '../../src/core/scs/index.js';
 import { connection, controlPlane, withApiOptions } from '../lib/api.js';
 import { mask } from '../lib/config.js';
@@ -19,7 +19,7 @@ import { loadProjectSet, projectRootFor } from '../lib/project-set.js';
 import { formatFinding } from './validate.js';
 
 /** A ValidationIssue as the server sent it: read field by field, none assumed present. */
-type Issue = Partial<components['schemas']['ValidationIssue']>;
+type Issue = Partial<ControlPlane.components['schemas']['ValidationIssue']>;
 
 export function registerBundlePublish(cli: CAC): void {
   withApiOptions(cli.command('bundle publish <bundle-path>', 'Send a bundle and its SCD documents to the control-plane API'))
@@ -46,7 +46,7 @@ export function registerBundlePublish(cli: CAC): void {
 
       if (opts.dryRun) return void json(body);
       // The typed client; an unreachable server is exit 5 (UnreachableError from cliFetch).
-      const r = await controlPlane(conn).POST('/api/bundles', { body: body as unknown as components['schemas']['BundleCreate'] });
+      const r = await controlPlane(conn).POST('/api/bundles', { body: body as unknown as ControlPlane.components['schemas']['BundleCreate'] });
       const status = r.response.status;
       const answer: unknown = r.response.ok ? r.data : r.error;
       const ok = r.response.ok;

@@ -9,9 +9,8 @@
  */
 import type { CAC } from 'cac';
 import { toJson } from '@bufbuild/protobuf';
-import { Code, ConnectError, createContextClient, type RequestContextResponse } from '@svc/client';
+import { Code, ConnectError, createContextClient, RequestContextResponseSchema, type RequestContextResponse } from '@svc/client';
 import { parse as parseYaml } from 'yaml';
-import { RequestContextResponseSchema } from '../../gen/proto/context_pb.js';
 import { ApiError, call, checkEndpoint, connection, controlPlane, describeNetworkError, str, UnreachableError, withApiOptions, type Connection } from '../lib/api.js';
 import { resolveKey } from '../lib/config.js';
 import { CliError, EXIT, usageError } from '../lib/errors.js';

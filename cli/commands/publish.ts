@@ -22,7 +22,7 @@
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { CAC } from 'cac';
-import type { components } from '../../gen/openapi/control-plane.js';
+import type { ControlPlane } from '@svc/client';
 import { classifyDocument, parseImport } from '../../src/core/scs/index.js';
 import { DEFAULT_SCS_VERSION } from '../../src/core/scs/versions.js';
 import { compareSemver, isReleaseVersion } from '../../src/shared/semver.js';
@@ -36,8 +36,8 @@ import { rawOption } from '../lib/argv.js';
 import { collect, validateCollected } from '../lib/validation.js';
 import { exitCodeOf, formatFinding } from './validate.js';
 
-type BundleVersionDetail = components['schemas']['BundleVersionDetail'];
-type Deployment = components['schemas']['Deployment'];
+type BundleVersionDetail = ControlPlane.components['schemas']['BundleVersionDetail'];
+type Deployment = ControlPlane.components['schemas']['Deployment'];
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
 /** Bottom-up order among bundles that do not depend on each other. */
@@ -295,8 +295,8 @@ export function registerPublish(cli: CAC): void {
           summary.bundles.push({ id: b.id, version: b.version, type: b.type, action: 'unchanged', validation_status: stored.validation_status });
           continue;
         }
-        const body = { ...b.manifest, documents: b.documents } as unknown as components['schemas']['BundleCreate'];
-        let created: components['schemas']['BundleCreated'];
+        const body = { ...b.manifest, documents: b.documents } as unknown as ControlPlane.components['schemas']['BundleCreate'];
+        let created: ControlPlane.components['schemas']['BundleCreated'];
         try {
           created = await call(controlPlane(conn).POST('/api/bundles', { body }), conn);
         } catch (e) {
@@ -310,7 +310,7 @@ export function registerPublish(cli: CAC): void {
 
       // 4. The tag, then the deployment.
       const api = controlPlane(conn);
-      let current: components['schemas']['Tag'] | null = null;
+      let current: ControlPlane.components['schemas']['Tag'] | null = null;
       try {
         current = await call(api.GET('/api/tags/{tag}', { params: { path: { tag } } }), conn);
       } catch (e) {

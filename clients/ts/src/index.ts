@@ -26,7 +26,7 @@ export {
   type RequestContextInput,
   type SubscribeInput,
 } from './context.js';
-export { ContextMessageType, type ContextMessage, type RequestContextResponse } from './gen/proto/context_pb.js';
+export { ContextMessageType, ContextMessageSchema, RequestContextResponseSchema, type ContextMessage, type RequestContextResponse } from './gen/proto/context_pb.js';
 export { Code, ConnectError, type CallOptions } from '@connectrpc/connect';
 export { Http2SessionManager } from '@connectrpc/connect-node';
 /** The wire types of each REST service (openapi-typescript's `paths`, `components`, `operations`). */
