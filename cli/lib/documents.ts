@@ -4,7 +4,7 @@
  * exception but a finding (rule `yaml_syntax`), because well-formedness is what
  * validation reports.
  */
-import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, realpathSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
 import type { Finding } from '../../src/core/scs/index.js';
@@ -19,8 +19,7 @@ export interface LoadedFile {
   syntax?: Finding[];
 }
 
-const DOC_EXT = /\.(ya?ml|json)$/i;
-const SKIP_DIRS = new Set(['node_modules', '.git', '.svc', '.svc-data']);
+export const DOC_EXT = /\.(ya?ml|json)$/i;
 
 export const display = (abs: string): string => {
   const rel = relative(process.cwd(), abs);
@@ -69,10 +68,22 @@ function parseText(abs: string, text: string): LoadedFile {
   }
 }
 
-/** Every document file under `dir`, sorted, skipping node_modules, .git and .svc. */
-export function walk(dir: string): string[] {
+/** Directories no walk enters by default. */
+export const SKIP_DIRS: ReadonlySet<string> = new Set(['node_modules', '.git', '.svc', '.svc-data']);
+
+/**
+ * The files under `dir` whose names `match`, sorted, skipping the directories in `skip`. A
+ * directory reached twice (a symlink loop, or one linked from two places) is walked once; a
+ * dangling symlink is passed over; a directory that cannot be read is exit 4.
+ */
+export function walkFiles(dir: string, match: (name: string) => boolean, skip: ReadonlySet<string> = SKIP_DIRS): string[] {
   const out: string[] = [];
+  const seen = new Set<string>();
   const visit = (d: string) => {
+    let real: string;
+    try { real = realpathSync(d); } catch { return; }
+    if (seen.has(real)) return;
+    seen.add(real);
     let names: string[];
     try {
       names = readdirSync(d).sort();
@@ -83,12 +94,15 @@ export function walk(dir: string): string[] {
       const p = join(d, n);
       let st;
       try { st = statSync(p); } catch { continue; } // dangling symlink
-      if (st.isDirectory()) { if (!SKIP_DIRS.has(n)) visit(p); } else if (DOC_EXT.test(n)) out.push(p);
+      if (st.isDirectory()) { if (!skip.has(n)) visit(p); } else if (match(n)) out.push(p);
     }
   };
   visit(dir);
   return out;
 }
+
+/** Every document file (YAML, JSON) under `dir`, sorted, skipping node_modules, .git and .svc. */
+export const walk = (dir: string): string[] => walkFiles(dir, (n) => DOC_EXT.test(n));
 
 /** The project root for a path: the nearest ancestor holding `.svc/`, or null. */
 export function findProjectRoot(start: string): string | null {

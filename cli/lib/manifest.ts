@@ -20,9 +20,8 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { parse } from 'yaml';
 import type { Finding } from '../../src/core/scs/index.js';
-import { display } from './documents.js';
+import { display, walkFiles } from './documents.js';
 
-const SKIP_DIRS = new Set(['node_modules', '.git', '.svc', '.svc-data']);
 const SUM_NAMES = new Set(['SHA256SUMS', 'SHA256SUMS.txt', 'MANIFEST.sha256']);
 const SUM_EXT = /\.(sha256|sha256sum)$/;
 const SCS_MANIFEST = /^VERSION-.+-MANIFEST\.ya?ml$/;
@@ -54,20 +53,8 @@ const isManifestName = (name: string): boolean => SUM_NAMES.has(name) || SUM_EXT
 
 /** Every manifest file under `root`, sorted. */
 function findManifests(root: string): string[] {
-  const found: string[] = [];
-  const visit = (d: string) => {
-    let names: string[];
-    try { names = readdirSync(d).sort(); } catch { return; }
-    for (const n of names) {
-      const p = join(d, n);
-      let st;
-      try { st = statSync(p); } catch { continue; }
-      if (st.isDirectory()) { if (!SKIP_DIRS.has(n)) visit(p); } else if (isManifestName(n)) found.push(p);
-    }
-  };
-  if (existsSync(root) && statSync(root).isDirectory()) visit(root);
-  else if (existsSync(root) && isManifestName(basename(root))) found.push(root);
-  return found;
+  if (existsSync(root) && statSync(root).isDirectory()) return walkFiles(root, isManifestName);
+  return existsSync(root) && isManifestName(basename(root)) ? [root] : [];
 }
 
 /** Unescapes a `sha256sum` line that starts with `\` (a name holding `\` or a newline). */

@@ -9,7 +9,7 @@
  *   findings are reported.
  * - the SCS version the project declares (src/core/scs/versions.ts), hence the rule set.
  */
-import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { parse } from 'yaml';
@@ -17,14 +17,14 @@ import {
   DEFAULT_SCS_VERSION, RULE_SETS, classifyDocument, isKnownScsVersion, normalizeScsVersion, validateDocuments,
   checkDocument, type DocumentKind, type Finding, type RuleSet,
 } from '../../src/core/scs/index.js';
-import { display, loadFile, type LoadedFile } from './documents.js';
+import { display, DOC_EXT, loadFile, SKIP_DIRS, walkFiles, type LoadedFile } from './documents.js';
 import { CliError, EXIT } from './errors.js';
 
 /** Directories never walked (dependencies, VCS data, the local server's data). */
-const SKIP_DIRS = new Set(['node_modules', '.git', '.svc-data']);
+/** `.svc/` is entered: its files are listed as configuration (never read). */
+const COLLECT_SKIP_DIRS = new Set([...SKIP_DIRS].filter((d) => d !== '.svc'));
 /** Configuration directories: their YAML files are listed as configuration, never read (credentials live there). */
 const CONFIG_DIRS: Record<string, string> = { '.svc': 'svc configuration in .svc/, not an SCS document', '.scs': 'SCS tooling configuration in .scs/, not an SCS document' };
-const DOC_EXT = /\.(ya?ml|json)$/i;
 
 type FileKind = DocumentKind | 'malformed';
 interface Skipped { file: string; kind: 'config' | 'domain' | 'other'; reason: string }
@@ -46,26 +46,6 @@ export function collect(paths: string[]): Collected {
     if (reason) skipped.push({ file: display(abs), kind: 'config', reason });
     else files.push(loadFile(abs));
   };
-  const seen = new Set<string>();
-  const visit = (d: string) => {
-    // A directory reached twice (a symlink loop, or one linked from two places) is walked once.
-    let real: string;
-    try { real = realpathSync(d); } catch { return; }
-    if (seen.has(real)) return;
-    seen.add(real);
-    let names: string[];
-    try {
-      names = readdirSync(d).sort();
-    } catch (e) {
-      throw new CliError(`${display(d)}: cannot read directory (${(e as NodeJS.ErrnoException).code})`, EXIT.unreadable);
-    }
-    for (const n of names) {
-      const p = join(d, n);
-      let st;
-      try { st = statSync(p); } catch { continue; } // dangling symlink
-      if (st.isDirectory()) { if (!SKIP_DIRS.has(n)) visit(p); } else if (DOC_EXT.test(n)) take(p);
-    }
-  };
   for (const p of paths) {
     const abs = resolve(p);
     let st;
@@ -74,7 +54,7 @@ export function collect(paths: string[]): Collected {
     } catch (e) {
       throw new CliError(`${p}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file or directory' : `cannot read (${(e as NodeJS.ErrnoException).code})`}`, EXIT.unreadable);
     }
-    if (st.isDirectory()) { dirs++; visit(abs); } else take(abs);
+    if (st.isDirectory()) { dirs++; for (const f of walkFiles(abs, (n) => DOC_EXT.test(n), COLLECT_SKIP_DIRS)) take(f); } else take(abs);
   }
   return { files, skipped, dirs };
 }

@@ -15,6 +15,7 @@
  * `version_semver`, `duplicate_import`, `applies_to` or `nul_character`. Keep these numbers equal to the
  * spec's; src/core/scs/scs.test.ts checks them against it.
  */
+import { findNul } from '../graph/input-text.js';
 import { type Finding, isObject, ptr } from './rules.js';
 
 export const SVC_LIMITS = {
@@ -80,20 +81,6 @@ function provenanceFindings(p: unknown, add: Add): void {
   maxLen(p.created_by, SVC_LIMITS.person, '/provenance/created_by', 'provenance.created_by', add);
   maxLen(p.updated_by, SVC_LIMITS.person, '/provenance/updated_by', 'provenance.updated_by', add);
   maxLen(p.rationale, SVC_LIMITS.rationale, '/provenance/rationale', 'provenance.rationale', add);
-}
-
-/** The JSON pointer of the first string or key holding U+0000, or null (as the API's findNul). */
-function findNul(v: unknown, at = ''): string | null {
-  if (typeof v === 'string') return v.includes('\u0000') ? at : null;
-  if (v && typeof v === 'object') {
-    for (const [k, x] of Object.entries(v)) {
-      const key = `${at}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`;
-      if (k.includes('\u0000')) return key;
-      const p = findNul(x, key);
-      if (p !== null) return p;
-    }
-  }
-  return null;
 }
 
 function nul(doc: unknown, add: Add): void {
