@@ -230,10 +230,12 @@ describe('PUT /api/agents/{agent_id}', () => {
     expect(f.body).toMatchObject({ owner_name: null, owner_verified: false });
   });
 
-  it('errors: empty body 400, unknown field 400, role_id not updatable 400, unknown agent 404', async () => {
+  it('errors: empty body 400, unknown field 400, malformed role_id 400, unknown agent 404', async () => {
     const a = await makeAgent(t);
     expect((await t.call('api', 'PUT', `/api/agents/${a.agent_id}`, { admin: true, body: {} })).status).toBe(400);
-    expect((await t.call('api', 'PUT', `/api/agents/${a.agent_id}`, { admin: true, body: { role_id: 'role:x' } })).status).toBe(400);
+    expect((await t.call('api', 'PUT', `/api/agents/${a.agent_id}`, { admin: true, body: { agent_id: 'agent:x' } })).status).toBe(400);
+    expect((await t.call('api', 'PUT', `/api/agents/${a.agent_id}`, { admin: true, body: { role_id: 'x' } })).status).toBe(400);
+    expect((await t.call('api', 'GET', `/api/agents/${a.agent_id}`, { admin: true })).body.role_id).toBe(a.role_id);
     expect((await t.call('api', 'PUT', `/api/agents/${a.agent_id}`, { admin: true, body: { status: 'inactive' } })).status).toBe(400);
     expect((await t.call('api', 'PUT', `/api/agents/${agentId('ghost')}`, { admin: true, body: { name: 'x' } })).status).toBe(404);
   });
