@@ -73,6 +73,9 @@ eval "$prep"
 failed=()
 # Two passes per spec: valid data on every operation, then invalid data (schemathesis skips,
 # and lists as skipped, the operations with no input to make invalid: /health, /docs, ...).
+# Hypothesis's filter_too_much health check is off: it judges the generator, not the API
+# (with some seeds, invalid data for the ownership accept/reject operations, a header and an
+# optional body, is mostly filtered out, and the run failed with no request sent).
 run_spec() {
   local spec="$1" port="$2" mode
   shift 2
@@ -81,6 +84,7 @@ run_spec() {
     echo "== $spec on 127.0.0.1:$port, $mode data"
     if ! "$ST" "spec/openapi-$spec.yaml" --base-url "http://127.0.0.1:$port" --checks all -D "$mode" \
       --hypothesis-database=none --hypothesis-max-examples "$EXAMPLES" --hypothesis-seed "$SEED" \
+      --hypothesis-suppress-health-check filter_too_much \
       --request-timeout 20000 --show-errors-tracebacks "$@"; then
       failed+=("$spec ($mode)")
     fi
