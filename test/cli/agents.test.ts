@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ADMIN_KEY, startTestStack, type TestStack } from '../harness.js';
-import { closedPort, type Run, sandbox } from './helpers.js';
+import { adminApi, closedPort, parsed, sandbox } from './helpers.js';
 
 // Every check spawns the real bin (tsx start-up, ~1-3 s on a loaded machine).
 vi.setConfig({ testTimeout: 240_000 });
@@ -13,15 +13,7 @@ describe('svc agents, svc keys', () => {
   let t: TestStack;
   let env: Record<string, string>;
   const svc = (...args: string[]) => s.run(args, { env });
-  const parsed = (r: Run) => {
-    expect(r.code, r.stderr).toBe(0);
-    return JSON.parse(r.stdout);
-  };
-  const api = async (method: string, p: string, body?: unknown) => {
-    const r = await t.call('api', method, p, { admin: true, body });
-    expect(r.status, JSON.stringify(r.body)).toBeLessThan(300);
-    return r.body;
-  };
+  const api = adminApi(() => t);
   const context = (apiKey: string, task_type = 'code_review') => t.call('api', 'POST', '/api/context', { apiKey, body: { task_type } });
 
   beforeAll(async () => {

@@ -5,6 +5,8 @@
  */
 import { spawn } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
+import { expect } from 'vitest';
+import type { TestStack } from '../harness.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -68,4 +70,19 @@ export function closedPort(): Promise<number> {
       srv.close(() => resolvePromise(port));
     });
   });
+}
+
+/** The stdout of a run that must succeed, parsed as JSON (`-o json`). */
+export function parsed(r: Run): any {
+  expect(r.code, r.stderr).toBe(0);
+  return JSON.parse(r.stdout);
+}
+
+/** An admin call to the stack's API that must succeed (2xx); resolves to the body. */
+export function adminApi(t: () => TestStack) {
+  return async (method: string, p: string, body?: unknown) => {
+    const r = await t().call('api', method, p, { admin: true, body });
+    expect(r.status, JSON.stringify(r.body)).toBeLessThan(300);
+    return r.body;
+  };
 }
