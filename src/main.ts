@@ -52,8 +52,9 @@ async function main(argv: string[]): Promise<void> {
   const stack = await startStack(ctx, names as ServiceName[]);
   // Which named admin keys this process accepts, once it started (its start checks passed): a
   // management event at every start, names only.
-  if (config.adminKeyring.configured) {
-    await ctx.db.tx((db) => recordEvent(db, systemActor('startup'), { event_type: 'admin_keys.loaded', resource_type: 'admin_key', resource_id: 'keyring', after: { names: [...config.adminKeyring.names], services: names } }, ctx.clock.now()));
+  if (config.adminKeyring.configured || config.auditorKeyring.configured) {
+    const after = { names: [...config.adminKeyring.names], ...(config.auditorKeyring.configured && { auditors: [...config.auditorKeyring.names] }), services: names };
+    await ctx.db.tx((db) => recordEvent(db, systemActor('startup'), { event_type: 'admin_keys.loaded', resource_type: 'admin_key', resource_id: 'keyring', after }, ctx.clock.now()));
   }
   let stopping = false;
   const stop = async (signal: string) => {

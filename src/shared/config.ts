@@ -38,6 +38,13 @@ export interface Config {
   adminApiKeys: NamedAdminKey[];
   /** Every admin key as a digest with its name (ADMIN_API_KEY is `admin`): what the edge compares with. */
   adminKeyring: AdminKeyring;
+  /**
+   * AUDITOR_API_KEYS: read-only keys (`name:key`), accepted in X-Admin-Key by the read
+   * operations that list the AuditorKey scheme, and by the console for a read-only session.
+   * Their names are distinct from the admin keys' names.
+   */
+  auditorApiKeys: NamedAdminKey[];
+  auditorKeyring: AdminKeyring;
   jwtSecret: string;
   deploymentId: string;
   licenseKey: string | null;
@@ -315,21 +322,20 @@ function httpUrl(r: Pick<Reader, 'str' | 'problems'>, name: string): string | nu
 const ADMIN_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
 
 /**
- * ADMIN_API_KEYS: `name:key` entries, comma-separated (a key has no `:` or `,`: the
- * recommended ones are base64url). An entry without a name is named `key-<position>`. A bad
- * or repeated name, or `admin` while ADMIN_API_KEY is set, is a problem (start refused): an
- * actor must name one key.
+ * ADMIN_API_KEYS (and AUDITOR_API_KEYS): `name:key` entries, comma-separated (a key has no `:`
+ * or `,`: the recommended ones are base64url). An entry without a name is named
+ * `<prefix>-<position>`. A bad or repeated name (`seen` holds the names already taken, `admin`
+ * while ADMIN_API_KEY is set) is a problem (start refused): an actor must name one key.
  */
-function parseNamedKeys(raw: string, adminSet: boolean, problems: string[]): NamedAdminKey[] {
+function parseNamedKeys(variable: string, raw: string, seen: Set<string>, problems: string[], prefix = 'key'): NamedAdminKey[] {
   const out: NamedAdminKey[] = [];
-  const seen = new Set(adminSet ? [DEFAULT_ADMIN_NAME] : []);
   raw.split(',').map((e) => e.trim()).filter(Boolean).forEach((entry, i) => {
     const colon = entry.indexOf(':');
-    const name = colon < 0 ? `key-${i + 1}` : entry.slice(0, colon).trim();
+    const name = colon < 0 ? `${prefix}-${i + 1}` : entry.slice(0, colon).trim();
     const key = colon < 0 ? entry : entry.slice(colon + 1).trim();
-    if (!ADMIN_NAME.test(name)) problems.push(`ADMIN_API_KEYS entry ${i + 1}: the name must be 1-64 letters, digits, '.', '_', '@' or '-', starting with a letter or digit`);
-    else if (seen.has(name)) problems.push(`ADMIN_API_KEYS entry ${i + 1}: the name ${name} is used twice (ADMIN_API_KEY is named ${DEFAULT_ADMIN_NAME})`);
-    else if (!key) problems.push(`ADMIN_API_KEYS entry ${i + 1} (${name}) has no key`);
+    if (!ADMIN_NAME.test(name)) problems.push(`${variable} entry ${i + 1}: the name must be 1-64 letters, digits, '.', '_', '@' or '-', starting with a letter or digit`);
+    else if (seen.has(name)) problems.push(`${variable} entry ${i + 1}: the name ${name} is used twice (${variable === 'ADMIN_API_KEYS' ? `ADMIN_API_KEY is named ${DEFAULT_ADMIN_NAME}` : 'admin and auditor keys are named apart'})`);
+    else if (!key) problems.push(`${variable} entry ${i + 1} (${name}) has no key`);
     seen.add(name);
     if (key) out.push({ name, key });
   });
@@ -345,10 +351,12 @@ export function configWarnings(cfg: Config): string[] {
   if (cfg.mode !== 'embedded') return out;
   const admin = cfg.adminApiKey && !cfg.generated.includes('ADMIN_API_KEY') ? adminKeyProblem(cfg.adminApiKey) : null;
   if (admin) out.push(`ADMIN_API_KEY ${admin}: accepted in embedded mode, refused in production`);
-  cfg.adminApiKeys.forEach((k, i) => {
-    const problem = adminKeyProblem(k.key);
-    if (problem) out.push(`ADMIN_API_KEYS entry ${i + 1} (${k.name}) ${problem}: accepted in embedded mode, refused in production`);
-  });
+  for (const [variable, keys] of [['ADMIN_API_KEYS', cfg.adminApiKeys], ['AUDITOR_API_KEYS', cfg.auditorApiKeys]] as const) {
+    keys.forEach((k, i) => {
+      const problem = adminKeyProblem(k.key);
+      if (problem) out.push(`${variable} entry ${i + 1} (${k.name}) ${problem}: accepted in embedded mode, refused in production`);
+    });
+  }
   if (!cfg.generated.includes('JWT_SECRET') && isPatterned(cfg.jwtSecret)) out.push('JWT_SECRET is patterned: accepted in embedded mode, refused in production');
   return out;
 }
@@ -387,10 +395,19 @@ export function loadConfig(env: Env = process.env): Config {
   }
   // ADMIN_API_KEYS: comma-separated further admin keys (a rotation: the new key is added here,
   // clients move, the old one is removed). Each entry is held to ADMIN_API_KEY's rules.
-  const adminApiKeys = parseNamedKeys(r.str('ADMIN_API_KEYS') ?? '', adminApiKey !== '', r.problems);
-  adminApiKeys.forEach((k, i) => {
-    const problem = adminKeyProblem(k.key);
-    if (mode === 'production' && problem) r.problems.push(`ADMIN_API_KEYS entry ${i + 1} (${k.name}) ${problem}: use at least 32 random characters per key`);
+  const keyNames = new Set(adminApiKey !== '' ? [DEFAULT_ADMIN_NAME] : []);
+  const adminApiKeys = parseNamedKeys('ADMIN_API_KEYS', r.str('ADMIN_API_KEYS') ?? '', keyNames, r.problems);
+  // AUDITOR_API_KEYS: read-only keys, held to the same rules, named apart from the admin keys.
+  const auditorApiKeys = parseNamedKeys('AUDITOR_API_KEYS', r.str('AUDITOR_API_KEYS') ?? '', keyNames, r.problems, 'auditor');
+  for (const [variable, keys] of [['ADMIN_API_KEYS', adminApiKeys], ['AUDITOR_API_KEYS', auditorApiKeys]] as const) {
+    keys.forEach((k, i) => {
+      const problem = adminKeyProblem(k.key);
+      if (mode === 'production' && problem) r.problems.push(`${variable} entry ${i + 1} (${k.name}) ${problem}: use at least 32 random characters per key`);
+    });
+  }
+  const presented = [adminApiKey, ...adminApiKeys.map((k) => k.key)];
+  auditorApiKeys.forEach((k, i) => {
+    if (presented.includes(k.key)) r.problems.push(`AUDITOR_API_KEYS entry ${i + 1} (${k.name}) is also an admin key: an auditor key must be its own`);
   });
 
   // DB_PASSWORD is required in production whatever DATABASE_URL carries (decisions.md); it is
@@ -444,6 +461,8 @@ export function loadConfig(env: Env = process.env): Config {
     adminApiKey,
     adminApiKeys,
     adminKeyring: createAdminKeyring([{ name: DEFAULT_ADMIN_NAME, key: adminApiKey }, ...adminApiKeys]),
+    auditorApiKeys,
+    auditorKeyring: createAdminKeyring(auditorApiKeys),
     jwtSecret,
     deploymentId,
     licenseKey: r.str('LICENSE_KEY') || null,

@@ -86,3 +86,37 @@ describe('ADMIN_API_KEYS: further admin keys, for rotation', () => {
     }
   });
 });
+
+describe('AUDITOR_API_KEYS: read-only keys', () => {
+  it('an auditor key opens every operation that lists AuditorKey (the reads) and no other; with only auditor keys configured the admin-only operations answer 503', async () => {
+    const { randomBytes } = await import('node:crypto');
+    const aud = `audit_${randomBytes(24).toString('base64url')}`;
+    const both = await startTestStack({ env: { AUDITOR_API_KEYS: `compliance:${aud}` }, testDb: configured.testDb, services: ['api'] });
+    const onlyAuditors = await startTestStack({ env: { ADMIN_API_KEY: '', AUDITOR_API_KEYS: `compliance:${aud}` }, testDb: configured.testDb, services: ['api'] });
+    try {
+      const apiOps = ops.filter((o) => o.service === 'api');
+      const reads = apiOps.filter((o) => o.security.includes('AuditorKey'));
+      expect(reads.map((o) => o.op.method).every((m) => m === 'get')).toBe(true);
+      expect(reads.length).toBeGreaterThan(15);
+      for (const o of reads) {
+        for (const stack of [both, onlyAuditors]) {
+          const { url, init } = requestFor(o, stack.url('api'), new Rng(o.id.length));
+          const res = await fetch(url, { ...init, headers: { 'x-admin-key': aud, connection: 'close' } });
+          await res.body?.cancel(); // the audit stream stays open
+          expect({ op: o.id, accepted: res.status !== 401 && res.status !== 503 }).toEqual({ op: o.id, accepted: true });
+        }
+      }
+      for (const o of apiOps.filter((x) => !x.security.includes('AuditorKey'))) {
+        await expectRefused(o, both, { 'x-admin-key': aud }, 401, 'Invalid admin API key');
+        await expectRefused(o, onlyAuditors, { 'x-admin-key': aud }, 503, 'Admin API not configured');
+      }
+      // The tlog's entry bundles (admin key unless TLOG_PUBLIC=1) take an auditor key too.
+      const entries = await fetch(`${both.url('api')}/api/audit/tlog/tile/entries/000.p/1`, { headers: { 'x-admin-key': aud, connection: 'close' } });
+      await entries.body?.cancel();
+      expect(entries.status).not.toBe(401);
+    } finally {
+      await onlyAuditors.close();
+      await both.close();
+    }
+  });
+});

@@ -182,6 +182,24 @@ describe('ADMIN_API_KEYS (named admin keys)', () => {
     expect(c.adminKeyring.match(`${a}x`)).toBeNull();
     expect(c.adminKeyring.match(undefined)).toBeNull();
   });
+  it('AUDITOR_API_KEYS: named read-only keys, held to the same rules, named apart from the admin keys and never an admin key', () => {
+    const k = () => randomBytes(36).toString('base64url');
+    const [admin, ops, aud] = [k(), k(), k()];
+    const c = loadConfig(prod({ ADMIN_API_KEY: admin, ADMIN_API_KEYS: `ops:${ops}`, AUDITOR_API_KEYS: `compliance:${aud}` }));
+    expect(c.auditorApiKeys).toEqual([{ name: 'compliance', key: aud }]);
+    expect(c.auditorKeyring.match(aud)).toBe('compliance');
+    expect(c.auditorKeyring.match(admin)).toBeNull();
+    expect(c.adminKeyring.match(aud)).toBeNull();
+    expect(loadConfig(prod({ AUDITOR_API_KEYS: aud })).auditorApiKeys).toEqual([{ name: 'auditor-1', key: aud }]);
+    const p = problems(prod({ ADMIN_API_KEY: admin, ADMIN_API_KEYS: `ops:${ops}`, AUDITOR_API_KEYS: `ops:${k()},admin:${k()},dup:${ops},weak:changeme` }));
+    expect(p).toEqual([
+      'AUDITOR_API_KEYS entry 1: the name ops is used twice (admin and auditor keys are named apart)',
+      'AUDITOR_API_KEYS entry 2: the name admin is used twice (admin and auditor keys are named apart)',
+      'AUDITOR_API_KEYS entry 4 (weak) is a known-weak value: use at least 32 random characters per key',
+      'AUDITOR_API_KEYS entry 3 (dup) is also an admin key: an auditor key must be its own',
+    ]);
+    expect(p.join('\n')).not.toContain(ops);
+  });
   it('embedded mode accepts a weak entry with a warning', () => {
     const c = loadConfig({ SVC_DATA_DIR: tmp(), JWT_SECRET: STRONG, ADMIN_API_KEYS: 'changeme' });
     expect(c.adminApiKeys).toEqual([{ name: 'key-1', key: 'changeme' }]);

@@ -29,7 +29,7 @@ async function tile(req: Pick<RequestInfo<operations['getTlogTile2']>, 'path' | 
     });
   }
   if (parsed.kind === 'entries' && !ctx.config.tlog.public) {
-    const refused = adminKeyRefusal(ctx.config.adminKeyring, req.headers['x-admin-key']);
+    const refused = adminKeyRefusal(ctx.config.adminKeyring, req.headers['x-admin-key'], ctx.config.auditorKeyring);
     if (refused) throw refused;
   }
   const bytes = await transparencyLog(ctx).tile(parsed.kind === 'entries' ? 'entries' : parsed.level, parsed.index, parsed.width);

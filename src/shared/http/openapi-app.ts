@@ -6,7 +6,8 @@
  * - unknown path: 404 `not_found`; known path, wrong method: 405 `method_not_allowed`
  * - AdminKey operations: 503 `Admin API not configured` when no admin key is configured,
  *   401 `Invalid admin API key` when the header is missing or wrong (constant time); the
- *   matched key's name is the request's `actor`
+ *   matched key's name is the request's `actor`. An operation that also lists AuditorKey (the
+ *   reads) takes an auditor key (AUDITOR_API_KEYS) in the same header; no other does
  * - a request that violates the contract: 400 `validation_error` with the violations
  *   (a body that is not JSON, or JSON nested too deeply (wire-guards.ts), included)
  * - a body in a media type the operation does not declare: 415 `unsupported_media_type`
@@ -21,7 +22,7 @@
  * is sane (requestIdOf), else a new UUID; it is echoed in `X-Request-Id` and carried by every
  * line the edge writes for the request.
  */
-import type { AdminKeyring } from '../admin-keys.js';
+import { createAdminKeyring, type AdminKeyring } from '../admin-keys.js';
 import type { IncomingMessage } from 'node:http';
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
@@ -56,6 +57,8 @@ export interface OpenApiAppOptions<Ops extends OperationsShape<Ops>, C> {
   service: string;
   /** The admin keys accepted (ADMIN_API_KEY and ADMIN_API_KEYS), by name; none means not configured (503). */
   adminKeys: AdminKeyring;
+  /** The read-only keys (AUDITOR_API_KEYS), accepted by the operations that list AuditorKey. */
+  auditorKeys?: AdminKeyring;
   validationFail?: { [K in keyof Ops]?: ValidationFailHandler<Ops[K], C> };
   /** Called for an operation's unexpected error; answer with the operation's own error body. */
   internalError?: { [K in keyof Ops]?: (req: UncheckedRequest, ctx: C, requestId: string) => UncheckedResult };
@@ -71,9 +74,9 @@ type EdgeEnv = { Variables: { requestId: string; route: { operationId?: string; 
  * transparency log's entry bundles, public when TLOG_PUBLIC=1): null when `presented` is one
  * of `keys`, else the error the edge answers for AdminKey operations.
  */
-export function adminKeyRefusal(keys: AdminKeyring, presented: string | undefined): AppError | null {
-  if (!keys.configured) return new AppError('unavailable', 'Admin API not configured');
-  return keys.match(presented) !== null ? null : new AppError('auth_failed', 'Invalid admin API key');
+export function adminKeyRefusal(keys: AdminKeyring, presented: string | undefined, readers?: AdminKeyring): AppError | null {
+  if (!keys.configured && !readers?.configured) return new AppError('unavailable', 'Admin API not configured');
+  return keys.match(presented) !== null || (readers?.match(presented) ?? null) !== null ? null : new AppError('auth_failed', 'Invalid admin API key');
 }
 
 /** The answer for an AppError: its status from the one code-to-status table, the spec's Error body. */
@@ -126,10 +129,12 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
   }
 
   const keyring = opts.adminKeys;
+  const auditors = opts.auditorKeys ?? createAdminKeyring([]);
   const toReq = (c: OaContext, raw: Request, requestId: string, body: unknown): UncheckedRequest => ({
     requestId,
-    // The acting admin key's name (management events' actor); no hashing without the header.
-    actor: keyring.match((c.request?.headers as Record<string, string> | undefined)?.['x-admin-key']),
+    // The acting key's name (management events' actor); no hashing without the header. An
+    // auditor key reaches only reads, which record nothing.
+    actor: actorOf(keyring, auditors, (c.request?.headers as Record<string, string> | undefined)?.['x-admin-key']),
     method: raw.method,
     path: c.request?.path ?? new URL(raw.url).pathname,
     params: c.request?.params ?? {},
@@ -139,13 +144,26 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
     raw,
   });
 
-  const adminConfigured = keyring.configured;
   const isAdmin = (presented: unknown) => keyring.match(typeof presented === 'string' ? presented : undefined) !== null;
+  const isAuditor = (presented: unknown) => auditors.match(typeof presented === 'string' ? presented : undefined) !== null;
   // Agent keys and bearer tokens are checked by the handlers themselves: the context API
-  // answers its own error body and audits refused requests. Only AdminKey is checked here.
+  // answers its own error body and audits refused requests. Only AdminKey and AuditorKey are
+  // checked here (an operation listing both passes with either).
   for (const name of Object.keys(api.definition.components?.securitySchemes ?? {})) {
-    api.registerSecurityHandler(name, name === 'AdminKey' ? (c) => isAdmin(c.request.headers['x-admin-key']) : () => true);
+    const check = name === 'AdminKey' ? isAdmin : name === 'AuditorKey' ? isAuditor : null;
+    api.registerSecurityHandler(name, check ? (c) => check(c.request.headers['x-admin-key']) : () => true);
   }
+  /** False when the operation needs an admin (or, where it lists one, an auditor) key and `presented` is none. */
+  const keyAccepted = (op: { security?: Array<Record<string, unknown>> }, presented: unknown) => {
+    const sec = op.security ?? [];
+    if (!sec.some((s) => 'AdminKey' in s || 'AuditorKey' in s)) return true;
+    return (sec.some((s) => 'AdminKey' in s) && isAdmin(presented)) || (sec.some((s) => 'AuditorKey' in s) && isAuditor(presented));
+  };
+  /** The refusal for a key not accepted: 503 when none of the keys the operation takes is configured. */
+  const keyRefusal = (op: { security?: Array<Record<string, unknown>> } | undefined) => {
+    const configured = keyring.configured || (auditors.configured && (op?.security ?? []).some((s) => 'AuditorKey' in s));
+    return configured ? errorResult(new AppError('auth_failed', 'Invalid admin API key')) : errorResult(new AppError('unavailable', 'Admin API not configured'));
+  };
 
   // The handlers' arguments after openapi-backend's context: the request, its id, its body,
   // and Hono's context (where the matched operation is noted for the request line).
@@ -159,7 +177,7 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
     methodNotAllowed: () => errorResult(new AppError('method_not_allowed', 'Method not allowed on this route')),
     unauthorizedHandler: (c: OaContext, ...[, , , hc]: Args) => {
       mark(c, hc);
-      return adminConfigured ? errorResult(new AppError('auth_failed', 'Invalid admin API key')) : errorResult(new AppError('unavailable', 'Admin API not configured'));
+      return keyRefusal(c.operation);
     },
     validationFail: (c: OaContext, raw: Request, requestId: string, body: unknown, hc: HonoCtx) => {
       mark(c, hc);
@@ -280,8 +298,8 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
         // Routed first, so that the admin check still comes before anything about the body.
         opId = op?.operationId;
         c.set('route', op);
-        if (op && op.security?.some((s: Record<string, unknown>) => 'AdminKey' in s) && !isAdmin(headers['x-admin-key'])) {
-          result = adminConfigured ? errorResult(new AppError('auth_failed', 'Invalid admin API key')) : errorResult(new AppError('unavailable', 'Admin API not configured'));
+        if (op && !keyAccepted(op, headers['x-admin-key'])) {
+          result = keyRefusal(op);
         } else if (!op) {
           result = errorResult(new AppError('not_found', 'No such route'));
         } else if (validationFail[op.operationId!]) {
@@ -319,6 +337,12 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
     return new Response(JSON.stringify(result.body), { status: result.status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } });
   });
   return app as unknown as Hono;
+}
+
+/** The name of the admin or auditor key presented, or null. */
+function actorOf(admins: AdminKeyring, auditors: AdminKeyring, presented: string | undefined): string | null {
+  if (presented === undefined) return null;
+  return admins.match(presented) ?? auditors.match(presented);
 }
 
 function unsupportedMediaType(issue: ValidationIssue): ErrorReply {

@@ -74,6 +74,7 @@ function serviceDef<Ops extends OperationsShape<Ops>>(opts: {
         logger: ctx.logger.child({ service: opts.name }),
         service: opts.name,
         adminKeys: ctx.config.adminKeyring,
+        auditorKeys: ctx.config.auditorKeyring,
       }),
     preHandle: pres.length
       ? (ctx: AppContext) => {
