@@ -6,9 +6,10 @@
  * 221-223 MB, `make bench ONLY=audit`, 2026-11-25), which counts against verify's 256 MB bound.
  */
 import type { ServiceDef, ServiceName } from './shared/service.js';
+import { withConsole } from './console/mount.js';
 
 const LOADERS: Record<ServiceName, () => Promise<ServiceDef>> = {
-  api: async () => (await import('./api/index.js')).apiService,
+  api: async () => withConsole((await import('./api/index.js')).apiService),
   rules: async () => (await import('./rules/index.js')).rulesService,
   'context-grpc': async () => (await import('./context/index.js')).contextGrpcService,
   'context-webhook': async () => (await import('./context/index.js')).contextWebhookService,

@@ -87,6 +87,13 @@ export interface Config {
     backfillOnFirstRun: boolean;
     tailIntervalMs: number;
   };
+  /** The compliance console at /console (src/console). */
+  console: {
+    /** CONSOLE_IDLE_MINUTES: a session without a request for this long ends. */
+    idleMinutes: number;
+    /** CONSOLE_SESSION_HOURS: a session ends this long after sign-in, whatever its use. */
+    sessionHours: number;
+  };
   /** The transparency log over the audit log (src/core/tlog). */
   tlog: {
     /** TLOG_ORIGIN: the checkpoints' origin line; null means the signing key's name. */
@@ -499,6 +506,10 @@ export function loadConfig(env: Env = process.env): Config {
       pseudonymizeAttributes,
       backfillOnFirstRun: r.str('BACKFILL_ON_FIRST_RUN') === '1',
       tailIntervalMs: r.int('COLLECTOR_TAIL_INTERVAL_MS', 1000, 10, 600000),
+    },
+    console: {
+      idleMinutes: r.int('CONSOLE_IDLE_MINUTES', 30, 1, 24 * 60),
+      sessionHours: r.int('CONSOLE_SESSION_HOURS', 12, 1, 24 * 7),
     },
     tlog: tlogConfig(r, pick('TLOG_SIGNING_KEY')),
     generated,

@@ -19,6 +19,7 @@ export { auditManagementEvents } from './audit-management-events.js';
 export { auditTlogCheckpoints, auditTlogCosignatures, auditTlogTiles } from './audit-tlog.js';
 export { bundleScds } from './bundle-scds.js';
 export { bundles } from './bundles.js';
+export { consoleSessions } from './console-sessions.js';
 export { contentVersion } from './content-version.js';
 export { contextServiceEvents } from './context-service-events.js';
 export { deployments } from './deployments.js';

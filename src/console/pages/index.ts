@@ -1,0 +1,5 @@
+/** The console's page modules, in the order their routes are registered. */
+import type { ConsolePages } from '../kit.js';
+import { overviewPages } from './overview.js';
+
+export const CONSOLE_PAGES: readonly ConsolePages[] = [overviewPages];
