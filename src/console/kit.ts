@@ -101,13 +101,24 @@ export async function formOf(c: ConsoleContext): Promise<Record<string, string>>
  * change (one domain verb, its management event with the key's name as actor) and returns
  * where to go next, with the notice to show there.
  */
-export function adminAction(run: (c: ConsoleContext, form: Record<string, string>, who: Who) => Promise<{ to: string; done: string }>) {
+export function adminAction(run: ActionRun) {
+  return sessionAction(run, 'admin');
+}
+
+/** A POST any session may send (it changes nothing: running verify), with the same CSRF check. */
+export function readerAction(run: ActionRun) {
+  return sessionAction(run, 'any');
+}
+
+type ActionRun = (c: ConsoleContext, form: Record<string, string>, who: Who) => Promise<{ to: string; done: string }>;
+
+function sessionAction(run: ActionRun, needs: 'admin' | 'any') {
   return async (c: ConsoleContext): Promise<Response> => {
     const s = c.get('session');
     if (!s) throw new AppError('forbidden', 'Sign in first');
     const form = await formOf(c);
     if (!sameToken(s.csrf, form._csrf)) throw new AppError('forbidden', 'The form is missing its CSRF token, or it is stale: reload the page and try again');
-    if (s.role !== 'admin') throw new AppError('forbidden', 'An auditor session is read-only');
+    if (needs === 'admin' && s.role !== 'admin') throw new AppError('forbidden', 'An auditor session is read-only');
     const { to, done } = await run(c, form, whoOf(c));
     return c.redirect(withQuery(to, { done }), 303);
   };
