@@ -144,7 +144,8 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
   // Agent keys and bearer tokens are checked by the handlers themselves: the context API
   // answers its own error body and audits refused requests. Only AdminKey is checked here.
   for (const name of Object.keys(api.definition.components?.securitySchemes ?? {})) {
-    api.registerSecurityHandler(name, name === 'AdminKey' ? (c) => isAdmin(c.request.headers['x-admin-key']) : () => true);
+    // AuditorKey: until auditor keys exist at the edge, only an admin key satisfies it (never open).
+    api.registerSecurityHandler(name, name === 'AdminKey' || name === 'AuditorKey' ? (c) => isAdmin(c.request.headers['x-admin-key']) : () => true);
   }
 
   // The handlers' arguments after openapi-backend's context: the request, its id, its body,
