@@ -3,6 +3,9 @@ import { AppError } from '../../shared/errors.js';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
+/** The dates a window may name (the database's and ISO 8601's four-digit years, with room to round up). */
+const MIN = Date.UTC(1970, 0, 1);
+const MAX = Date.UTC(9999, 0, 1);
 
 export interface Window {
   from: Date;
@@ -17,6 +20,7 @@ function parse(v: string | undefined, param: 'from' | 'to'): number | null {
   if (v === undefined) return null;
   const t = Date.parse(v);
   if (!Number.isFinite(t)) throw issue(param, 'format', `${param} is not a date-time`);
+  if (t < MIN || t >= MAX) throw issue(param, 'range', `${param} must be from 1970 to 9998`);
   return t;
 }
 
