@@ -26,6 +26,8 @@ import { usageAnalytics } from '../src/core/analytics/usage.js';
 import { adherenceAnalytics } from '../src/core/analytics/adherence.js';
 
 const DAY = 86_400_000;
+/** Timed calls per figure (after one warm-up call). */
+const BENCH_RUNS = Number(process.env.BENCH_ANALYTICS_RUNS ?? 20);
 const TASKS = ['triage', 'medication_review', 'code_review', 'summarize', 'deploy_prod', 'lookup'];
 
 /** Inserts records (first..last] with requested_at spread evenly over [t0, t0 + spanMs). */
@@ -91,12 +93,12 @@ export default async function analyticsBench(b: Bench): Promise<void> {
     const iso = (ms: number) => new Date(ms).toISOString();
     const measure = async (label: string) => {
       for (const group_by of ['agent', 'role', 'task_type', 'outcome'] as const) {
-        const h = await timed(20, () => usageAnalytics(ctx, { from: iso(now - 2 * DAY), to: iso(now), bucket: 'hour', group_by }));
+        const h = await timed(BENCH_RUNS, () => usageAnalytics(ctx, { from: iso(now - 2 * DAY), to: iso(now), bucket: 'hour', group_by }));
         b.print(`p50 ${fmt(h.p50, 1)} ms, p95 ${fmt(h.p95, 1)} ms | usage bucket=hour, 2 days, group_by=${group_by}${label} (target p95 < 200 ms) | ${n} records | ${db}`);
-        const d = await timed(20, () => usageAnalytics(ctx, { from: iso(now - 30 * DAY), to: iso(now), bucket: 'day', group_by }));
+        const d = await timed(BENCH_RUNS, () => usageAnalytics(ctx, { from: iso(now - 30 * DAY), to: iso(now), bucket: 'day', group_by }));
         b.print(`p50 ${fmt(d.p50, 1)} ms, p95 ${fmt(d.p95, 1)} ms | usage bucket=day, 30 days, group_by=${group_by}${label} (target p95 < 200 ms) | ${n} records | ${db}`);
       }
-      const a = await timed(20, () => adherenceAnalytics(ctx, { from: iso(now - 30 * DAY), to: iso(now) }));
+      const a = await timed(BENCH_RUNS, () => adherenceAnalytics(ctx, { from: iso(now - 30 * DAY), to: iso(now) }));
       b.print(`p50 ${fmt(a.p50, 1)} ms, p95 ${fmt(a.p95, 1)} ms | adherence, 30 days${label} (target p95 < 200 ms) | ${n} records | ${db}`);
     };
     await measure('');

@@ -13,7 +13,7 @@ import Database from 'better-sqlite3';
 import type { AppContext } from '../../shared/app-context.js';
 import type { components, operations } from '../../../gen/openapi/control-plane.js';
 import { classifiedRecords } from './rollup.js';
-import { catchUp } from './usage.js';
+import { catchUp, tailWhere } from './usage.js';
 import { alignedWindow, DAY_MS } from './window.js';
 
 export type AdherenceQuery = NonNullable<operations['getAdherenceAnalytics']['parameters']['query']>;
@@ -38,7 +38,7 @@ export async function adherenceAnalytics(ctx: AppContext, q: AdherenceQuery = {}
   let d0 = Math.ceil(from / DAY_MS) * DAY_MS;
   let d1 = Math.floor(to / DAY_MS) * DAY_MS;
   if (d0 >= d1) d0 = d1 = to;
-  await catchUp(ctx);
+  const lower = await catchUp(ctx);
   const counts = await ctx.db.query<{ agent_id: string; outcome: string; reason: string; n: number | string; last_at: Date | string }>(
     `WITH x AS (
        SELECT agent_id, outcome, reason, count AS n, last_at FROM analytics_daily WHERE bucket >= $3 AND bucket < $4
@@ -47,11 +47,11 @@ export async function adherenceAnalytics(ctx: AppContext, q: AdherenceQuery = {}
         WHERE (bucket >= $1 AND bucket < $3) OR (bucket >= $4 AND bucket < $2)
        UNION ALL
        SELECT agent_id, outcome, reason, count(*), max(requested_at)
-         FROM (${classifiedRecords(`r.chain_sequence > (SELECT last_sequence FROM analytics_watermark) AND r.requested_at >= $1 AND r.requested_at < $2`)}) c
+         FROM (${classifiedRecords(tailWhere(5))}) c
         GROUP BY 1, 2, 3
      )
      SELECT agent_id, outcome, reason, sum(n) AS n, max(last_at) AS last_at FROM x GROUP BY 1, 2, 3`,
-    [w.from, w.to, new Date(d0), new Date(d1)],
+    [w.from, w.to, new Date(d0), new Date(d1), lower],
   );
   const agentRows = await ctx.db.query<{ agent_id: string; name: string; role_id: string; status: AgentAdherence['status']; owner_id: string; owner_name: string | null }>(
     'SELECT agent_id, name, role_id, status, owner_id, owner_name FROM agents ORDER BY agent_id',

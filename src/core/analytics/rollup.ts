@@ -100,12 +100,17 @@ export async function rollUp(ctx: Pick<AppContext, 'db' | 'clock'>, upTo = 0, ma
   }
 }
 
-/** Records above the watermark (from the chain's tip: no scan). */
-export async function pendingRecords(db: Db): Promise<number> {
-  const [row] = await db.query<{ n: number | string | null }>(
-    `SELECT greatest(0, coalesce((SELECT max(chain_sequence) FROM agent_context_requests), 0) - w.last_sequence) AS n FROM analytics_watermark w`,
+/** The watermark and the records above it (from the chain's tip: no scan). */
+export async function watermarkState(db: Db): Promise<{ watermark: number; pending: number }> {
+  const [row] = await db.query<{ w: number | string; n: number | string | null }>(
+    `SELECT w.last_sequence AS w, greatest(0, coalesce((SELECT max(chain_sequence) FROM agent_context_requests), 0) - w.last_sequence) AS n FROM analytics_watermark w`,
   );
-  return Number(row?.n ?? 0);
+  return { watermark: Number(row?.w ?? 0), pending: Number(row?.n ?? 0) };
+}
+
+/** Records above the watermark. */
+export async function pendingRecords(db: Db): Promise<number> {
+  return (await watermarkState(db)).pending;
 }
 
 /**
