@@ -1506,6 +1506,72 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/analytics/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Context requests per time bucket and group, accepted and refused
+         * @description Counts of context requests (audit records) in each UTC `bucket` (hour or day) of the
+         *     window and each group of `group_by` (agent, role, task type or outcome), accepted and
+         *     refused apart. `from` is rounded down and `to` up to the bucket: the effective window
+         *     `[from, to)` is echoed. Defaults: `to` now, `from` 24 hours (hour) or 30 days (day)
+         *     before `to`. At most 744 hour buckets (31 days) or 731 day buckets; `to` must be after
+         *     `from`. Only buckets and groups with at least one request are listed, in bucket then
+         *     key order.
+         *
+         *     Served from rollups kept as records are appended (exact: records not yet rolled up are
+         *     counted from the log). The role of a request is its agent's role when it was rolled
+         *     up (the record does not hold it); a request without an agent (unknown or missing key)
+         *     has key null under `agent` and `role`.
+         */
+        get: operations["getUsageAnalytics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/analytics/adherence": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Per-agent adherence, dormant agents, refused keys and observed activity
+         * @description For every registered agent: its requests in the window, accepted, refused by reason,
+         *     its last request in the window, its active keys expiring within 14 days and its
+         *     owner; `dormant_agents`, the active agents without a request in the window; and
+         *     `key_refusals`, requests refused for their key (unknown, missing, revoked or expired
+         *     key, suspended or revoked agent). The window is rounded to whole UTC hours (`from`
+         *     down, `to` up) and echoed; defaults: `to` now, `from` 30 days before; at most 366 days.
+         *
+         *     Reasons: `missing_key`, `unknown_key`, `revoked_key`, `expired_key`,
+         *     `agent_suspended`, `agent_revoked`, `auth_other` (AUTH_FAILED); otherwise the refusal's
+         *     error code in lower case (`intent_not_allowed`, `validation_error`, `internal_error`,
+         *     `revision_not_reached`).
+         *
+         *     `observed` is the activity the collector store of this host recorded in the window
+         *     (platform and user pseudonym, beside the governed use above), read-only from its
+         *     SQLite file (`COLLECTOR_DB_PATH`); when that file is absent or unreadable it is null
+         *     and `observed_reason` says why.
+         */
+        get: operations["getAdherenceAnalytics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2481,6 +2547,111 @@ export interface components {
             /** Format: int64 */
             next_after_sequence: number | null;
         };
+        UsageAnalytics: {
+            /**
+             * Format: date-time
+             * @description Effective start (inclusive), aligned to the bucket.
+             */
+            from: string;
+            /**
+             * Format: date-time
+             * @description Effective end (exclusive), aligned to the bucket.
+             */
+            to: string;
+            /** @enum {string} */
+            bucket: "hour" | "day";
+            /** @enum {string} */
+            group_by: "agent" | "role" | "task_type" | "outcome";
+            series: components["schemas"]["UsageCount"][];
+            totals: components["schemas"]["OutcomeCounts"];
+        };
+        UsageCount: {
+            /** Format: date-time */
+            bucket_start: string;
+            /** @description The group's value (agent id, role id, task type, or `accepted`/`refused`); null for no agent or role. */
+            key: string | null;
+            /** Format: int64 */
+            accepted: number;
+            /** Format: int64 */
+            refused: number;
+        };
+        OutcomeCounts: {
+            /** Format: int64 */
+            accepted: number;
+            /** Format: int64 */
+            refused: number;
+        };
+        AdherenceAnalytics: {
+            /**
+             * Format: date-time
+             * @description Effective start (inclusive), aligned to the hour.
+             */
+            from: string;
+            /**
+             * Format: date-time
+             * @description Effective end (exclusive), aligned to the hour.
+             */
+            to: string;
+            agents: components["schemas"]["AgentAdherence"][];
+            /** @description Active agents without a request in the window. */
+            dormant_agents: components["schemas"]["AgentId"][];
+            key_refusals: components["schemas"]["KeyRefusalCount"][];
+            /** @description Collector activity per platform and user pseudonym (most events first, at most 1000); null when the collector store is not readable here. */
+            observed: components["schemas"]["ObservedUsage"][] | null;
+            /** @description Why `observed` is null; null otherwise. */
+            observed_reason: string | null;
+        };
+        AgentAdherence: {
+            agent_id: components["schemas"]["AgentId"];
+            name: string;
+            role_id: string;
+            /** @enum {string} */
+            status: "active" | "suspended" | "revoked";
+            owner_id: string;
+            owner_name: string | null;
+            /** Format: int64 */
+            requests: number;
+            /** Format: int64 */
+            accepted: number;
+            /** Format: int64 */
+            refused: number;
+            /** @description Refused requests by reason (see the operation). */
+            refused_by_reason: {
+                [key: string]: number;
+            };
+            /**
+             * Format: date-time
+             * @description The agent's last request in the window.
+             */
+            last_request_at: string | null;
+            /** @description Active keys whose expires_at is within the next 14 days. */
+            keys_expiring_soon: components["schemas"]["ExpiringKey"][];
+        };
+        ExpiringKey: {
+            key_id: string;
+            key_prefix: string;
+            /** Format: date-time */
+            expires_at: string;
+        };
+        KeyRefusalCount: {
+            /** @description The key's agent; null for an unknown or missing key. */
+            agent_id: string | null;
+            /** @enum {string} */
+            reason: "missing_key" | "unknown_key" | "revoked_key" | "expired_key" | "agent_suspended" | "agent_revoked" | "auth_other";
+            /** Format: int64 */
+            count: number;
+            /** Format: date-time */
+            last_at: string;
+        };
+        ObservedUsage: {
+            /** @description The collector source (`source_id`). */
+            platform: string;
+            /** @description The collector's pseudonymized actor (`actor_identity`). */
+            user_pseudonym: string | null;
+            /** Format: int64 */
+            events: number;
+            last_observed_at: string;
+        };
         AuditChain: {
             chain_id: string;
             records: components["schemas"]["AuditRecord"][];
@@ -2765,6 +2936,10 @@ export interface components {
         };
     };
     parameters: {
+        /** @description Start of the window (inclusive; rounded down to the bucket). */
+        AnalyticsFrom: string;
+        /** @description End of the window (exclusive; rounded up to the bucket). */
+        AnalyticsTo: string;
         /** @description Page size. */
         Limit: number;
         /** @description Page size. */
@@ -4539,6 +4714,66 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+        };
+    };
+    getUsageAnalytics: {
+        parameters: {
+            query?: {
+                /** @description Start of the window (inclusive; rounded down to the bucket). */
+                from?: components["parameters"]["AnalyticsFrom"];
+                /** @description End of the window (exclusive; rounded up to the bucket). */
+                to?: components["parameters"]["AnalyticsTo"];
+                bucket?: "hour" | "day";
+                group_by?: "agent" | "role" | "task_type" | "outcome";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The counts. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UsageAnalytics"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminNotConfigured"];
+        };
+    };
+    getAdherenceAnalytics: {
+        parameters: {
+            query?: {
+                /** @description Start of the window (inclusive; rounded down to the bucket). */
+                from?: components["parameters"]["AnalyticsFrom"];
+                /** @description End of the window (exclusive; rounded up to the bucket). */
+                to?: components["parameters"]["AnalyticsTo"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The adherence report. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AdherenceAnalytics"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["AdminNotConfigured"];
         };
     };
 }

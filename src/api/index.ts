@@ -16,6 +16,7 @@ import { routes as deployments } from './deployments/routes.js';
 import { routes as audit } from './audit/routes.js';
 import { routes as tlog } from './audit/tlog-routes.js';
 import { routes as context } from './context/routes.js';
+import { routes as analytics } from './analytics/routes.js';
 
 export const apiService: HttpServiceDef = {
   ...httpService<operations>()({
@@ -34,6 +35,7 @@ export const apiService: HttpServiceDef = {
       audit,
       tlog,
       context,
+      analytics,
       docsRoutes('Api', 'openapi-control-plane.yaml'),
     ],
   }),

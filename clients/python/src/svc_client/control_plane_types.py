@@ -653,6 +653,59 @@ class AuditRecordPage(TypedDict):
     next_after_sequence: int | None
 
 
+UsageAnalytics = TypedDict('UsageAnalytics', {'from': 'str', 'to': 'str', 'bucket': "Literal['hour', 'day']", 'group_by': "Literal['agent', 'role', 'task_type', 'outcome']", 'series': 'list[UsageCount]', 'totals': 'OutcomeCounts'})  # type: ignore[misc]
+
+
+class UsageCount(TypedDict):
+    bucket_start: str
+    key: str | None
+    accepted: int
+    refused: int
+
+
+class OutcomeCounts(TypedDict):
+    accepted: int
+    refused: int
+
+
+AdherenceAnalytics = TypedDict('AdherenceAnalytics', {'from': 'str', 'to': 'str', 'agents': 'list[AgentAdherence]', 'dormant_agents': 'list[AgentId]', 'key_refusals': 'list[KeyRefusalCount]', 'observed': 'list[ObservedUsage] | None', 'observed_reason': 'str | None'})  # type: ignore[misc]
+
+
+class AgentAdherence(TypedDict):
+    agent_id: AgentId
+    name: str
+    role_id: str
+    status: Literal['active', 'suspended', 'revoked']
+    owner_id: str
+    owner_name: str | None
+    requests: int
+    accepted: int
+    refused: int
+    refused_by_reason: dict[str, int]
+    last_request_at: str | None
+    keys_expiring_soon: list[ExpiringKey]
+
+
+class ExpiringKey(TypedDict):
+    key_id: str
+    key_prefix: str
+    expires_at: str
+
+
+class KeyRefusalCount(TypedDict):
+    agent_id: str | None
+    reason: Literal['missing_key', 'unknown_key', 'revoked_key', 'expired_key', 'agent_suspended', 'agent_revoked', 'auth_other']
+    count: int
+    last_at: str
+
+
+class ObservedUsage(TypedDict):
+    platform: str
+    user_pseudonym: str | None
+    events: int
+    last_observed_at: str
+
+
 class AuditChain(TypedDict):
     chain_id: str
     records: list[AuditRecord]

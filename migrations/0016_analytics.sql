@@ -1,0 +1,39 @@
+-- Usage and adherence analytics (issue 24): counts of context requests rolled up by hour and
+-- by day (UTC), kept by src/core/analytics/rollup.ts as records are appended, so that the
+-- analytics routes never scan the audit log. One row per bucket, agent ('' for a record
+-- without one: unknown or missing key), the agent's role when rolled up ('' when none),
+-- task type (first 128 characters), outcome and reason ('' when accepted; else the
+-- lower-cased error_code, or for AUTH_FAILED the normalized cause: missing_key,
+-- unknown_key, revoked_key, expired_key, agent_suspended, agent_revoked, auth_other).
+CREATE TABLE analytics_hourly (
+  bucket    timestamptz(3) NOT NULL,
+  agent_id  text NOT NULL,
+  role_id   text NOT NULL,
+  task_type text NOT NULL,
+  outcome   text NOT NULL CHECK (outcome IN ('accepted', 'refused')),
+  reason    text NOT NULL,
+  count     bigint NOT NULL CHECK (count > 0),
+  last_at   timestamptz(3) NOT NULL,
+  PRIMARY KEY (bucket, agent_id, role_id, task_type, outcome, reason)
+);
+CREATE TABLE analytics_daily (
+  bucket    timestamptz(3) NOT NULL,
+  agent_id  text NOT NULL,
+  role_id   text NOT NULL,
+  task_type text NOT NULL,
+  outcome   text NOT NULL CHECK (outcome IN ('accepted', 'refused')),
+  reason    text NOT NULL,
+  count     bigint NOT NULL CHECK (count > 0),
+  last_at   timestamptz(3) NOT NULL,
+  PRIMARY KEY (bucket, agent_id, role_id, task_type, outcome, reason)
+);
+-- The last chain_sequence rolled up: records above it are counted from the log itself.
+CREATE TABLE analytics_watermark (
+  singleton     boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+  last_sequence bigint NOT NULL DEFAULT 0,
+  updated_at    timestamptz(3)
+);
+INSERT INTO analytics_watermark (singleton, last_sequence) VALUES (true, 0);
+
+GRANT SELECT, INSERT, UPDATE ON analytics_hourly, analytics_daily, analytics_watermark TO svc_app;
+GRANT SELECT ON analytics_hourly, analytics_daily, analytics_watermark TO svc_audit;
