@@ -1,5 +1,7 @@
 /** The console's page modules, in the order their routes are registered. */
 import type { ConsolePages } from '../kit.js';
+import { agentPages } from './agents.js';
 import { overviewPages } from './overview.js';
+import { transferPages } from './transfers.js';
 
-export const CONSOLE_PAGES: readonly ConsolePages[] = [overviewPages];
+export const CONSOLE_PAGES: readonly ConsolePages[] = [overviewPages, agentPages, transferPages];
