@@ -102,7 +102,7 @@ describe('/console/agents', () => {
   });
 
   it('bad filters are a 400 page', async () => {
-    for (const q of ['status=bogus', 'role=nurse', `q=${'x'.repeat(201)}`, 'limit=0', 'offset=-1']) {
+    for (const q of ['status=bogus', 'role=nurse', `q=${'x'.repeat(201)}`, 'q=a%00b', 'limit=0', 'offset=-1']) {
       const r = await auditor.get(`/console/agents?${q}`);
       expect(r.status, q).toBe(400);
       expect(r.text).toContain('class="problem"');
