@@ -3218,6 +3218,11 @@ export interface operations {
             query?: {
                 role_id?: components["schemas"]["RoleId"];
                 status?: "active" | "suspended" | "revoked" | "inactive";
+                /**
+                 * @description Only agents whose `agent_id` or `name` contains this text, case-insensitively
+                 *     (taken literally: `%` and `_` are not wildcards).
+                 */
+                search?: string;
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
                 /** @description Number of items to skip. */
