@@ -1,5 +1,5 @@
 /**
- * `/console`: the overview: agents by status, the latest checkpoint of the transparency log
+ * `/console`: the overview: requests and refusals per hour (the usage analytics), agents by status, the latest checkpoint of the transparency log
  * and its witnesses, and the audit log's verification (the last result in this process, and
  * a button to run it now: `POST /console/verify`, open to auditors since it changes nothing).
  */
@@ -8,6 +8,7 @@ import type { AppContext } from '../../shared/app-context.js';
 import { listAgents } from '../../core/agents/read-agents.js';
 import { verifyAudit } from '../../core/audit/verify.js';
 import { latestCheckpoint } from '../../core/tlog/log.js';
+import { usageAnalytics } from '../../core/analytics/usage.js';
 import { badge, fields, page, postButton, readerAction, table, time, type ConsolePages } from '../kit.js';
 
 const STATUSES = ['active', 'suspended', 'revoked'] as const;
@@ -47,6 +48,40 @@ ${table(witnesses, [
 <p><a href="/api/audit/tlog/checkpoint">The signed checkpoint</a> (text, public)</p>`;
 }
 
+/** Requests and refusals per hour over the last 24 hours (the usage analytics), as an SVG bar chart. */
+async function activityChart(ctx: AppContext) {
+  const usage = await usageAnalytics(ctx, { bucket: 'hour', group_by: 'outcome' });
+  const hours = new Map<string, { accepted: number; refused: number }>();
+  for (let t = Date.parse(usage.from); t < Date.parse(usage.to); t += 3_600_000) hours.set(new Date(t).toISOString(), { accepted: 0, refused: 0 });
+  for (const s of usage.series) {
+    const h = hours.get(new Date(s.bucket_start).toISOString());
+    if (h) {
+      h.accepted += s.accepted;
+      h.refused += s.refused;
+    }
+  }
+  const bars = [...hours];
+  const max = Math.max(1, ...bars.map(([, h]) => h.accepted + h.refused));
+  const W = 720;
+  const H = 160;
+  const step = W / Math.max(1, bars.length);
+  const bw = Math.max(2, step * 0.7);
+  const y = (n: number) => (n / max) * (H - 20);
+  return html`<div class="chart" id="activity-chart" data-accepted="${usage.totals.accepted}" data-refused="${usage.totals.refused}">
+<svg viewBox="0 0 ${W} ${H + 18}" role="img" aria-label="Context requests per hour, last 24 hours: ${usage.totals.accepted} accepted, ${usage.totals.refused} refused">
+${bars.map(([at, h], i) => {
+  const x = i * step + (step - bw) / 2;
+  const a = y(h.accepted);
+  const r = y(h.refused);
+  return html`<g><title>${at.slice(11, 16)} UTC: ${h.accepted} accepted, ${h.refused} refused</title><rect x="${x.toFixed(1)}" y="${(H - a).toFixed(1)}" width="${bw.toFixed(1)}" height="${a.toFixed(1)}" fill="#2f7d4f"></rect><rect x="${x.toFixed(1)}" y="${(H - a - r).toFixed(1)}" width="${bw.toFixed(1)}" height="${r.toFixed(1)}" fill="#c4443a"></rect>${i % 6 === 0 ? html`<text x="${x.toFixed(1)}" y="${H + 14}" font-size="11" fill="#667085">${at.slice(11, 16)}</text>` : ''}</g>`;
+})}
+<line x1="0" y1="${H}" x2="${W}" y2="${H}" stroke="#d8dce4"></line>
+<text x="${W - 4}" y="12" font-size="11" fill="#667085" text-anchor="end">max ${max}/h</text>
+</svg>
+<div class="legend"><span><span class="swatch swatch-accepted"></span>accepted: ${usage.totals.accepted}</span><span><span class="swatch swatch-refused"></span>refused: ${usage.totals.refused}</span><span>last 24 hours, UTC</span></div>
+</div>`;
+}
+
 export const overviewPages: ConsolePages = (app) => {
   app.get('/console', async (c) => {
     const ctx = c.get('ctx');
@@ -55,7 +90,9 @@ export const overviewPages: ConsolePages = (app) => {
     return page(c, {
       title: 'Overview',
       section: '/console',
-      body: html`<h2>Agents by status</h2>
+      body: html`<h2>Context requests, last 24 hours</h2>
+${await activityChart(ctx)}
+<h2>Agents by status</h2>
 <div class="cards">${counts.map(([status, n]) => html`<a class="card" href="/console/agents?status=${status}"><div class="big">${n}</div>${badge(status)}</a>`)}</div>
 <h2>Audit log verification</h2>
 <div id="verify">${
