@@ -33,7 +33,8 @@ function refusalCode(r: AuditRecord): string | null {
 
 function outcome(r: AuditRecord): Html {
   const code = refusalCode(r);
-  return r.intent_valid ? badge('accepted') : html`${badge('refused')}${code ? html` <code>${code}</code>` : ''}`;
+  // A REVISION_NOT_REACHED refusal keeps intent_valid true (its intent had passed): refused all the same.
+  return r.intent_valid && !code ? badge('accepted') : html`${badge('refused')}${code ? html` <code>${code}</code>` : ''}`;
 }
 
 const agentLink = (id: string | null): Html => (id ? html`<a href="/console/agents/${encodeURIComponent(id)}">${id}</a>` : html`<span class="muted">none</span>`);
