@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_KEY, startTestStack, TLOG_KEY, type TestStack } from '../harness.js';
 import { issueKey, makeAgent } from '../identity/fixtures.js';
 import { transparencyLog } from '../../src/core/tlog/log.js';
-import { openNote } from '../../src/core/tlog/note.js';
+import { generateNoteKey, openNote, signNote } from '../../src/core/tlog/note.js';
 import { parseCheckpoint } from '../../src/core/tlog/checkpoint.js';
 import { rfcLeafHash, rfcVerifyInclusion } from '../tlog/rfc9162.js';
 import { ConsoleClient } from './client.js';
@@ -282,6 +282,19 @@ describe.skipIf(!CHROMIUM)('proof.js in Chromium', () => {
     expect(v.text).toContain(`tree of size ${cp.size}`);
     expect(v.text).toContain(Buffer.from(cp.root).toString('base64'));
     expect(v.text).toContain('svc.test/audit-log');
+  });
+
+  it('a log key whose base64 holds "+" (the key string is not split on every "+"): ok', async () => {
+    let key = generateNoteKey('svc.test/other-log');
+    while (!key.verifierKey.split('+').slice(2).join('+').includes('+')) key = generateNoteKey('svc.test/other-log');
+    const v = await verdict(
+      withProof((p) => {
+        p.checkpoint = signNote(openNote(p.checkpoint!, [TLOG_KEY.verifierKey]).text, key.signerKey);
+        p.verifier_key = key.verifierKey;
+      }),
+    );
+    expect(v.state).toBe('ok');
+    expect(v.text).toContain('svc.test/other-log');
   });
 
   it('one leaf byte changed: failed', async () => {

@@ -110,8 +110,10 @@
 
   // C2SP vkey: <name>+<hex key hash>+<base64(0x01 || 32-byte Ed25519 public key)>.
   async function parseVerifierKey(vkey) {
-    const parts = vkey.split('+');
-    if (parts.length !== 3 || !parts[0] || !/^[0-9a-f]{8}$/.test(parts[1])) fail('the log key is malformed');
+    // The name has no '+'; the base64 may (so not a plain split on '+').
+    const m = typeof vkey === 'string' ? /^([^+]+)\+([0-9a-f]{8})\+(.+)$/.exec(vkey) : null;
+    if (!m) fail('the log key is malformed');
+    const parts = m.slice(1);
     const bytes = b64(parts[2], 'the log key');
     if (bytes.length !== 33 || bytes[0] !== 0x01) fail('the log key is not an Ed25519 key');
     const pub = bytes.slice(1);
