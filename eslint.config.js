@@ -63,5 +63,13 @@ export default tseslint.config(
     files: ['test/**', 'bench/**', '**/*.test.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },
+  {
+    // The console's browser scripts (plain scripts, no bundler): the browser's globals.
+    files: ['src/console/assets/*.js'],
+    languageOptions: {
+      sourceType: 'script',
+      globals: { window: 'readonly', document: 'readonly', HTMLFormElement: 'readonly', crypto: 'readonly', TextEncoder: 'readonly', TextDecoder: 'readonly', atob: 'readonly', btoa: 'readonly' },
+    },
+  },
   ...layerRules,
 );

@@ -1111,12 +1111,16 @@ export interface paths {
         };
         /**
          * Read audit records of context requests
-         * @description Records in ascending `chain_sequence` (integer) order, legacy records included.
+         * @description Records in ascending `chain_sequence` (integer) order (`order=desc`: descending,
+         *     newest first), legacy records included.
          *     Filters combine with AND: `since` is inclusive and `until` exclusive on
          *     `requested_at`; `after_sequence` returns only records with a greater
-         *     `chain_sequence`. `next_after_sequence` is the `chain_sequence` of the last record
-         *     returned when the page is full (`limit` records), to be passed as `after_sequence`
-         *     for the next page; it is null when the page is not full.
+         *     `chain_sequence`, `before_sequence` only those with a smaller one; `request_id`
+         *     selects one record; `error_code` the refused records with that
+         *     `validation_errors.error_code`. `next_after_sequence` is the `chain_sequence` of the
+         *     last record returned when the page is full (`limit` records), to be passed as
+         *     `after_sequence` (or, with `order=desc`, as `before_sequence`) for the next page; it
+         *     is null when the page is not full.
          */
         get: operations["listAuditRequests"];
         put?: never;
@@ -4327,8 +4331,13 @@ export interface operations {
                 intent_valid?: boolean;
                 since?: string;
                 until?: string;
+                request_id?: string;
+                error_code?: string;
                 /** @description Only records with a `chain_sequence` greater than this value. */
                 after_sequence?: components["parameters"]["AfterSequence"];
+                /** @description Only records with a `chain_sequence` smaller than this value. */
+                before_sequence?: number;
+                order?: "asc" | "desc";
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
             };

@@ -49,7 +49,11 @@ export const routes = {
         intentValid: q.intent_valid,
         since: q.since,
         until: q.until,
+        requestId: q.request_id,
+        errorCode: q.error_code,
         afterSequence: q.after_sequence,
+        beforeSequence: q.before_sequence,
+        order: q.order,
         limit: q.limit ?? 100,
       });
       return { status: 200, body: page };

@@ -66,7 +66,13 @@ export interface AuditQuery {
   intentValid?: boolean;
   since?: string;
   until?: string;
+  requestId?: string;
+  /** The refused records with this `validation_errors.error_code`. */
+  errorCode?: string;
   afterSequence?: number;
+  beforeSequence?: number;
+  /** 'desc': newest first (default 'asc'). */
+  order?: 'asc' | 'desc';
   limit: number;
 }
 
@@ -90,10 +96,13 @@ export async function listAuditRequests(ctx: AppContext, q: AuditQuery): Promise
   if (q.intentValid !== undefined) add('intent_valid = ?', q.intentValid);
   if (q.since !== undefined) add('requested_at >= ?', toDate(q.since, 'since'));
   if (q.until !== undefined) add('requested_at < ?', toDate(q.until, 'until'));
+  if (q.requestId !== undefined) add('request_id = ?', q.requestId);
+  if (q.errorCode !== undefined) add("validation_errors->>'error_code' = ?", q.errorCode);
   if (q.afterSequence !== undefined) add('chain_sequence > ?', q.afterSequence);
+  if (q.beforeSequence !== undefined) add('chain_sequence < ?', q.beforeSequence);
   params.push(q.limit);
   const rows = await ctx.db.query<AuditRow>(
-    `SELECT ${AUDIT_COLUMNS} FROM agent_context_requests ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY chain_sequence LIMIT $${params.length}`,
+    `SELECT ${AUDIT_COLUMNS} FROM agent_context_requests ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY chain_sequence ${q.order === 'desc' ? 'DESC' : ''} LIMIT $${params.length}`,
     params,
   );
   const records = rows.map(toAuditRecord);
