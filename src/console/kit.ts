@@ -36,7 +36,7 @@ export function sessionOf(c: ConsoleContext): Session {
 }
 
 /** The management events' actor: the signed-in key's name, and the request's id. */
-export function whoOf(c: ConsoleContext): Who {
+function whoOf(c: ConsoleContext): Who {
   return { actor: sessionOf(c).name, request_id: c.get('requestId') };
 }
 

@@ -1,5 +1,5 @@
 /**
- * The console's overview over HTTP: agents by status, the latest checkpoint, and verify run
+ * The console's overview over HTTP: the requests chart, agents by status, the latest checkpoint, and verify run
  * from the page by an auditor (it changes nothing, so any session may run it, with the CSRF
  * token; without it, 403).
  */
@@ -37,6 +37,8 @@ it('shows agents by status and the latest checkpoint; an auditor runs verify fro
   const size = Number(String(cp).split('\n')[1]);
   expect(home.text).toContain(`<dt>Tree size</dt><dd>${size}</dd>`);
   expect(home.text).toContain('Not verified from the console');
+  // The chart: the usage analytics of the last 24 hours (one accepted request, none refused).
+  expect(home.text).toContain('id="activity-chart" data-accepted="1" data-refused="0"');
 
   expect((await c.post('/console/verify', {})).status).toBe(403);
   const r = await c.post('/console/verify', { _csrf: ConsoleClient.csrfOf(home.text) });
