@@ -21,10 +21,8 @@ let auditor: ConsoleClient;
 
 beforeAll(async () => {
   t = await startTestStack({ services: ['api'], env: { AUDITOR_API_KEYS: `compliance:${AUDITOR_KEY}` } });
-  admin = ConsoleClient.for(t);
-  expect((await admin.signIn(ADMIN_KEY)).status).toBe(303);
-  auditor = ConsoleClient.for(t);
-  expect((await auditor.signIn(AUDITOR_KEY)).status).toBe(303);
+  admin = await ConsoleClient.signedIn(t, ADMIN_KEY);
+  auditor = await ConsoleClient.signedIn(t, AUDITOR_KEY);
 });
 afterAll(async () => {
   await t?.close();

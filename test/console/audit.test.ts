@@ -74,10 +74,8 @@ beforeAll(async () => {
   expect(made.map((m) => m.ok)).toEqual([true, false, true, false, false, true]);
   expect(made.map((m) => m.code)).toEqual([undefined, 'INTENT_NOT_ALLOWED', undefined, 'INTENT_NOT_ALLOWED', 'AUTH_FAILED', undefined]);
   expect(await transparencyLog(t.ctx).integrate()).not.toBeNull();
-  admin = ConsoleClient.for(t);
-  expect((await admin.signIn(ADMIN_KEY)).status).toBe(303);
-  auditor = ConsoleClient.for(t);
-  expect((await auditor.signIn(AUDITOR_KEY)).status).toBe(303);
+  admin = await ConsoleClient.signedIn(t, ADMIN_KEY);
+  auditor = await ConsoleClient.signedIn(t, AUDITOR_KEY);
 });
 afterAll(async () => {
   await t?.close();

@@ -19,6 +19,14 @@ export class ConsoleClient {
     return new ConsoleClient(t.url('api'));
   }
 
+  /** A client signed in with `key` (admin or auditor); throws when the sign-in is refused. */
+  static async signedIn(t: TestStack, key: string): Promise<ConsoleClient> {
+    const c = ConsoleClient.for(t);
+    const r = await c.signIn(key);
+    if (r.status !== 303) throw new Error(`console sign-in refused: ${r.status}`);
+    return c;
+  }
+
   private keep(res: Response): void {
     for (const c of res.headers.getSetCookie()) {
       const [pair, ...attrs] = c.split(';');

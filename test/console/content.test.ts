@@ -40,8 +40,7 @@ beforeAll(async () => {
   await alice('PUT', `/api/tags/${encodeURIComponent(tag)}`, { bundle_id: proj, bundle_version: '1.1.0' });
   await alice('POST', '/api/deploy', { deployment_id: depId, project_bundles: [{ id: proj, version: '1.0.0' }] });
   await alice('POST', '/api/deploy', { deployment_id: dep2Id, project_bundles: [{ id: proj, version: '1.1.0' }] });
-  auditor = ConsoleClient.for(t);
-  expect((await auditor.signIn(AUDITOR_KEY)).status).toBe(303);
+  auditor = await ConsoleClient.signedIn(t, AUDITOR_KEY);
 });
 afterAll(async () => {
   await t?.close();

@@ -33,8 +33,7 @@ beforeAll(async () => {
   await alice('POST', '/api/agents', { agent_id: agentA, name: EVIL, role_id: 'role:nurse', allowed_intents: ['triage'] });
   await t.call('api', 'POST', '/api/agents', { admin: true, body: { agent_id: agentB, name: 'By the default admin', role_id: 'role:nurse', allowed_intents: ['triage'] } });
   await alice('POST', `/api/agents/${agentA}/api-keys`, {});
-  auditor = ConsoleClient.for(t);
-  expect((await auditor.signIn(AUDITOR_KEY)).status).toBe(303);
+  auditor = await ConsoleClient.signedIn(t, AUDITOR_KEY);
 });
 afterAll(async () => {
   await t?.close();

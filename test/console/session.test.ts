@@ -59,8 +59,7 @@ describe('sign-in', () => {
   });
 
   it('an auditor key opens a read-only session; any other key is refused and opens none', async () => {
-    const c = ConsoleClient.for(t);
-    expect((await c.signIn(AUDITOR_KEY)).status).toBe(303);
+    const c = await ConsoleClient.signedIn(t, AUDITOR_KEY);
     expect((await c.get('/console')).text).toContain('compliance <small>(auditor)</small>');
     const before = (await sessions()).length;
     const other = ConsoleClient.for(t);
