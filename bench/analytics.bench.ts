@@ -87,6 +87,7 @@ export default async function analyticsBench(b: Bench): Promise<void> {
     b.print(`${fmt(rolled / rs)} records/s (${rs.toFixed(1)} s) | rollup of every record, 200k per transaction | ${n} records | ${db}`);
     await t.owner.query('ANALYZE analytics_hourly');
     await t.owner.query('ANALYZE analytics_daily');
+    await t.owner.query('ANALYZE analytics_hourly_agents');
     const [sizes] = await t.db.query<{ h: string; d: string }>('SELECT (SELECT count(*) FROM analytics_hourly) AS h, (SELECT count(*) FROM analytics_daily) AS d');
     b.print(`${sizes!.h} hourly rows, ${sizes!.d} daily rows | rollup size | ${n} records | ${db}`);
 

@@ -27,6 +27,16 @@ CREATE TABLE analytics_daily (
   last_at   timestamptz(3) NOT NULL,
   PRIMARY KEY (bucket, agent_id, role_id, task_type, outcome, reason)
 );
+-- The hourly counts by agent alone: what usage by hour and agent reads (one row per hour,
+-- agent and outcome, about a third of analytics_hourly's rows at 10,000,000 records: its
+-- 226 ms p95 over two days was the one query over 200 ms).
+CREATE TABLE analytics_hourly_agents (
+  bucket    timestamptz(3) NOT NULL,
+  agent_id  text NOT NULL,
+  outcome   text NOT NULL CHECK (outcome IN ('accepted', 'refused')),
+  count     bigint NOT NULL CHECK (count > 0),
+  PRIMARY KEY (bucket, agent_id, outcome)
+);
 -- The last chain_sequence rolled up: records above it are counted from the log itself.
 CREATE TABLE analytics_watermark (
   singleton     boolean PRIMARY KEY DEFAULT true CHECK (singleton),
@@ -35,5 +45,5 @@ CREATE TABLE analytics_watermark (
 );
 INSERT INTO analytics_watermark (singleton, last_sequence) VALUES (true, 0);
 
-GRANT SELECT, INSERT, UPDATE ON analytics_hourly, analytics_daily, analytics_watermark TO svc_app;
-GRANT SELECT ON analytics_hourly, analytics_daily, analytics_watermark TO svc_audit;
+GRANT SELECT, INSERT, UPDATE ON analytics_hourly, analytics_daily, analytics_hourly_agents, analytics_watermark TO svc_app;
+GRANT SELECT ON analytics_hourly, analytics_daily, analytics_hourly_agents, analytics_watermark TO svc_audit;

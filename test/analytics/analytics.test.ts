@@ -156,8 +156,9 @@ describe.sequential('analytics', () => {
     expect(await pendingRecords(t.ctx.db)).toBe(0);
     const [h] = await t.ctx.db.query<{ n: string }>('SELECT sum(count) AS n FROM analytics_hourly');
     const [d] = await t.ctx.db.query<{ n: string }>('SELECT sum(count) AS n FROM analytics_daily');
+    const [ha] = await t.ctx.db.query<{ n: string }>('SELECT sum(count) AS n FROM analytics_hourly_agents');
     const [w] = await t.ctx.db.query<{ last_sequence: string }>('SELECT last_sequence FROM analytics_watermark');
-    expect([Number(h!.n), Number(d!.n), Number(w!.last_sequence)]).toEqual([events.length, events.length, events.length]);
+    expect([Number(h!.n), Number(d!.n), Number(ha!.n), Number(w!.last_sequence)]).toEqual([events.length, events.length, events.length, events.length]);
     await checkUsage();
   });
 

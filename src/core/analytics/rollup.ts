@@ -4,7 +4,8 @@
  * background job of the API service, never by the writer (the hot path is untouched).
  *
  * Invariants:
- * - Records with chain_sequence <= the watermark are counted in both rollups exactly once;
+ * - Records with chain_sequence <= the watermark are counted in every rollup (hourly, daily,
+ *   and hourly by agent alone) exactly once;
  *   those above it are not counted at all. A run adds the next records above the watermark
  *   (at most `maxRecords`) and moves the watermark past them in ONE statement (data-modifying
  *   CTEs), in one transaction holding a transaction-level advisory lock: runs of several
@@ -65,7 +66,10 @@ const ROLLUP_SQL = `WITH src AS MATERIALIZED (
     ${classifiedRecords(`r.chain_sequence > (SELECT last_sequence FROM analytics_watermark) ORDER BY r.chain_sequence LIMIT $1`)}
   ),
   h AS (${upsert('analytics_hourly', 'hour')}),
-  d AS (${upsert('analytics_daily', 'day')})
+  d AS (${upsert('analytics_daily', 'day')}),
+  ha AS (INSERT INTO analytics_hourly_agents (bucket, agent_id, outcome, count)
+    SELECT date_trunc('hour', requested_at, 'UTC'), agent_id, outcome, count(*) FROM src GROUP BY 1, 2, 3
+    ON CONFLICT (bucket, agent_id, outcome) DO UPDATE SET count = analytics_hourly_agents.count + EXCLUDED.count)
   UPDATE analytics_watermark SET last_sequence = s.last, updated_at = $2
     FROM (SELECT max(chain_sequence) AS last, count(*) AS n FROM src) s
    WHERE s.n > 0

@@ -43,7 +43,8 @@ export async function usageAnalytics(ctx: AppContext, q: UsageQuery = {}): Promi
   const w = alignedWindow(q, ctx.clock.now(), bucket, bucket === 'hour' ? DAY_MS : 30 * DAY_MS, bucket === 'hour' ? MAX_HOURS : MAX_DAYS);
   const lower = await catchUp(ctx);
   const col = GROUP_COLUMN[groupBy];
-  const table = bucket === 'hour' ? 'analytics_hourly' : 'analytics_daily';
+  // By hour and agent: the rollup by agent alone (a third of the hourly rows).
+  const table = bucket === 'day' ? 'analytics_daily' : groupBy === 'agent' ? 'analytics_hourly_agents' : 'analytics_hourly';
   const rows = await ctx.db.query<{ bucket: Date | string; key: string; accepted: number | string; refused: number | string }>(
     `WITH rolled AS (
        SELECT bucket, ${col} AS key, outcome, sum(count) AS n FROM ${table}

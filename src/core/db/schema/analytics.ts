@@ -24,6 +24,17 @@ export const analyticsHourly = pgTable('analytics_hourly', rollupColumns(), (t) 
 export const analyticsDaily = pgTable('analytics_daily', rollupColumns(), (t) => [
   primaryKey({ columns: [t.bucket, t.agent_id, t.role_id, t.task_type, t.outcome, t.reason] }),
 ]);
+/** migration 0016: context requests by UTC hour and agent alone (what usage by hour and agent reads). */
+export const analyticsHourlyAgents = pgTable(
+  'analytics_hourly_agents',
+  {
+    bucket: timestamptz3('bucket').notNull(),
+    agent_id: text('agent_id').notNull(),
+    outcome: text('outcome', { enum: ['accepted', 'refused'] }).notNull(),
+    count: bigint('count', { mode: 'number' }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.bucket, t.agent_id, t.outcome] })],
+);
 /** migration 0016: the last chain_sequence rolled up (one row). */
 export const analyticsWatermark = pgTable('analytics_watermark', {
   singleton: boolean('singleton').primaryKey().default(true),

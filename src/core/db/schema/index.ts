@@ -14,7 +14,7 @@ export { agentOutputLogs } from './agent-output-logs.js';
 export { agentOwnershipTransfers } from './agent-ownership-transfers.js';
 export { agentPolicyOverrides } from './agent-policy-overrides.js';
 export { agents } from './agents.js';
-export { analyticsDaily, analyticsHourly, analyticsWatermark } from './analytics.js';
+export { analyticsDaily, analyticsHourly, analyticsHourlyAgents, analyticsWatermark } from './analytics.js';
 export { auditChainGenesis } from './audit-chain-genesis.js';
 export { auditManagementEvents } from './audit-management-events.js';
 export { auditTlogCheckpoints, auditTlogCosignatures, auditTlogTiles } from './audit-tlog.js';
