@@ -8,7 +8,7 @@
 import { html } from 'hono/html';
 import { listAgents, getAgent, type ListAgentsInput } from '../../core/agents/read-agents.js';
 import { updateAgent } from '../../core/agents/update-agent.js';
-import { latestAuditRequests } from '../../core/audit/recent.js';
+import { listAuditRequests } from '../../core/audit/read.js';
 import { listManagementEvents } from '../../core/audit/list-events.js';
 import { revokeApiKey } from '../../core/keys/manage-keys.js';
 import { forceAssignTransfer } from '../../core/ownership/force-assign.js';
@@ -129,7 +129,7 @@ ${pager('/console/agents', q, list.offset, list.limit, list.total)}`,
     const agentId = c.req.param('agent_id');
     const agent = await getAgent(ctx, agentId);
     const [requests, history, events] = await Promise.all([
-      latestAuditRequests(ctx, agentId, RECENT_REQUESTS),
+      listAuditRequests(ctx, { agentId, order: 'desc', limit: RECENT_REQUESTS }).then((p) => p.records),
       getOwnershipHistory(ctx, agentId),
       listManagementEvents(ctx, { resourceId: agentId, limit: EVENTS_SHOWN }),
     ]);
