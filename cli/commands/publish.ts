@@ -3,7 +3,9 @@
  *
  * 1. The project under DIR is validated as `svc validate DIR --strict` does (errors exit 1,
  *    warnings exit 2; nothing is sent) and its release manifests are checked
- *    (cli/lib/manifest.ts; a mismatch, a missing file or a malformed line exits 1).
+ *    (cli/lib/manifest.ts; a mismatch, a missing file or a malformed line exits 1). Imports
+ *    of bundles the project does not hold are resolved against the server's published
+ *    versions (read first), so a project may build on bundles published before.
  * 2. Every semver bundle (DRAFT files are skipped) is read back from the API first:
  *    absent: to publish; stored with the same manifest and the same SCD documents:
  *    unchanged; stored with other content: refused (exit 1) naming the bundle, the version
@@ -215,13 +217,66 @@ function projectBundle(bundles: LocalBundle[], dir: string): LocalBundle {
   return projects.reduce((a, b) => (compareSemver(b.version, a.version) > 0 ? b : a));
 }
 
-async function storedVersion(conn: Connection, b: LocalBundle): Promise<BundleVersionDetail | null> {
+async function storedVersion(conn: Connection, b: { id: string; version: string }): Promise<BundleVersionDetail | null> {
   try {
     return await call(controlPlane(conn).GET('/api/bundles/{bundle_id}/versions/{version}', { params: { path: { bundle_id: b.id, version: b.version } } }), conn) as BundleVersionDetail;
   } catch (e) {
     if (e instanceof ApiError && e.status === 404) return null;
     throw e;
   }
+}
+
+/**
+ * The bundles the project imports but does not hold (no bundle of that id, or not at the
+ * pinned version) that the server has published, with their SCD documents, as validation
+ * context: a project may build on bundles published before, by itself or by someone else.
+ * An unpinned import resolves to the server's highest active release version, as the API
+ * resolves it. Imports the server does not hold either are left to validation to report.
+ */
+async function publishedImports(conn: Connection, files: LoadedFile[]): Promise<LoadedFile[]> {
+  const local = new Map<string, Set<string>>();
+  const importing: unknown[] = [];
+  for (const f of files) {
+    if (f.syntax || classifyDocument(f.doc) !== 'bundle') continue;
+    const doc = f.doc as { id?: unknown; version?: unknown; imports?: unknown };
+    const id = String(doc.id);
+    if (!local.has(id)) local.set(id, new Set());
+    local.get(id)!.add(String(doc.version));
+    if (Array.isArray(doc.imports)) importing.push(...doc.imports);
+  }
+  const wanted = new Map<string, { id: string; version: string | null }>();
+  for (const i of importing) {
+    const p = typeof i === 'string' ? parseImport(i) : null;
+    if (!p || (local.has(p.id) && (!p.version || local.get(p.id)!.has(p.version)))) continue;
+    wanted.set(`${p.id}:${p.version ?? ''}`, { id: p.id, version: p.version });
+  }
+  if (!wanted.size) return [];
+  let releases: Map<string, string> | null = null;
+  const highestRelease = async (id: string): Promise<string | undefined> => {
+    if (!releases) {
+      releases = new Map();
+      for (let offset = 0; ; offset += 100) {
+        const page = await call(controlPlane(conn).GET('/api/bundles', { params: { query: { limit: 100, offset } } }), conn);
+        for (const b of page.bundles) {
+          const h = releases.get(b.id);
+          if (b.is_active && isReleaseVersion(b.version) && (!h || compareSemver(b.version, h) > 0)) releases.set(b.id, b.version);
+        }
+        if (page.bundles.length < 100 || offset + 100 >= page.total) break;
+      }
+    }
+    return releases.get(id);
+  };
+  const out: LoadedFile[] = [];
+  for (const w of wanted.values()) {
+    const version = w.version ?? (await highestRelease(w.id));
+    if (!version) continue;
+    const stored = await storedVersion(conn, { id: w.id, version });
+    if (!stored) continue;
+    const where = `${ref({ id: w.id, version })} (published)`;
+    out.push({ file: where, abs: where, doc: asJson(stored.manifest) });
+    for (const d of stored.documents ?? []) out.push({ file: `${String(d.id)} in ${where}`, abs: `${String(d.id)} in ${where}`, doc: asJson(d) });
+  }
+  return out;
 }
 
 /** Every active deployment, newest first. */
@@ -258,8 +313,10 @@ export function registerPublish(cli: CAC): void {
       const progress = (line: string) => { if (process.stderr.isTTY) err(paint(line, 'dim', process.stderr)); };
 
       // 1. Strict validation and release manifests: nothing is sent unless both pass.
+      // Imports of bundles published before (not in the project) are read from the server.
       const { files } = collect([dir]);
-      const report = validateCollected({ files, skipped: [], dirs: 1 }, { strict: true, alone: false, paths: [dir] });
+      const published = await publishedImports(conn, files);
+      const report = validateCollected({ files, skipped: [], dirs: 1 }, { strict: true, alone: false, paths: [dir], published });
       if (!report.valid) {
         for (const f of report.findings) err(formatFinding(f));
         const code = exitCodeOf(report);

@@ -172,9 +172,11 @@ const OTHER = 'not an SCS document: no bundle:/scd: id, no domain: mapping';
  * Validates what `collect` found. One named file inside a project: the project's other
  * documents are context (loaded, checked as a set, their findings not reported). Several
  * files or a directory: the set itself. Unknown documents inside a directory are skipped,
- * a named one is an error.
+ * a named one is an error. `published`: bundles and SCDs the server already holds (svc publish
+ * reads the imports the project does not hold): they resolve imports, types and SCDs like
+ * context, and are neither reported nor counted.
  */
-export function validateCollected(c: Collected, opts: { strict: boolean; alone: boolean; project?: string; paths: string[] }): ValidationReport {
+export function validateCollected(c: Collected, opts: { strict: boolean; alone: boolean; project?: string; paths: string[]; published?: LoadedFile[] }): ValidationReport {
   const single = c.dirs === 0 && c.files.length === 1 && c.skipped.length === 0;
   let project: ProjectRoot | null = null;
   if (opts.project) {
@@ -207,7 +209,7 @@ export function validateCollected(c: Collected, opts: { strict: boolean; alone: 
       else if (k === 'domain' && !rules.domainManifests) skipped.push({ file: f.file, kind: 'domain', reason: DOMAIN_01 });
       else inSet.push(f);
     }
-    const set = [...inSet, ...context.filter((f) => ['bundle', 'scd'].includes(classifyDocument(f.doc)))];
+    const set = [...inSet, ...context.filter((f) => ['bundle', 'scd'].includes(classifyDocument(f.doc))), ...(opts.published ?? [])];
     const r = validateDocuments(set.map((f) => ({ file: f.file, doc: f.doc })), { strict: opts.strict, rules });
     const named = new Set(inSet.map((f) => f.file));
     findings.push(...r.findings.filter((f) => named.has(f.file ?? '')));

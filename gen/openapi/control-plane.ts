@@ -1182,9 +1182,11 @@ export interface paths {
          *     The stream starts after the sequence given by the `Last-Event-ID` header (sent by
          *     EventSource clients on reconnection; it wins when both are given) or by
          *     `after_sequence`; with neither it starts at the current end of the log (new records
-         *     only). Records committed while the client was away are replayed first, then new
-         *     records follow as they are committed. A comment line `: keep-alive` is sent every
-         *     15 seconds. Errors before the stream starts use the JSON `Error` body.
+         *     only). The stream opens with a comment and the `id:` of the sequence it starts
+         *     after (`: stream open`, `id: <chain_sequence>`, no data): a client that reconnects
+         *     before any record came resumes there. Records committed while the client was away
+         *     are replayed first, then new records follow as they are committed. A comment line
+         *     `: keep-alive` is sent every 15 seconds. Errors before the stream starts use the JSON `Error` body.
          */
         get: operations["streamAuditRequests"];
         put?: never;

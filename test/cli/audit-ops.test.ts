@@ -233,6 +233,19 @@ describe('svc audit verify / requests / events / tail', () => {
     expect(json.stderr).toContain(`svc: following ${t.url('api')}/api/audit/stream after sequence ${end} (Ctrl-C to stop)`);
   });
 
+  it('tail without --after, dropped before any record came, resumes where it started: a record made meanwhile is printed', async () => {
+    const fresh = new Follower(['audit', 'tail', '-o', 'json'], { SVC_CONFIG_HOME: s.home, ...env }, s.work);
+    followers.push(fresh);
+    await fresh.until(() => fresh.stderr.includes('svc: following '), 'the stream to open');
+    const end = (await t.call('api', 'GET', '/api/audit/requests?order=desc&limit=1', { admin: true })).body.records[0].chain_sequence;
+    auditStreams(t.ctx).closeAll();
+    const during = await ask('triage');
+    await fresh.until(() => fresh.stdout.includes(during), 'the record made while it was away');
+    expect(fresh.stderr).toContain(`svc: reconnected, resuming after sequence ${end}`);
+    fresh.child.kill('SIGINT');
+    expect(await fresh.ended()).toBe(0);
+  });
+
   it('tail ends with 0 when its reader goes away (| head -1), at its next record', async () => {
     const pipe = new Follower([], {}, s.work, ['bash', '-c', `"$0" "$1" audit tail -o json --after 0 | head -1; echo "svc exit \${PIPESTATUS[0]}" >&2`, process.execPath, BIN], { SVC_CONFIG_HOME: s.home, ...env });
     followers.push(pipe);

@@ -94,6 +94,36 @@ describe('svc publish', () => {
     expect(ctx.body.scd_ids).toContain(`scd:project:${name}.phi-protection`);
   });
 
+  it('publishes a project that imports bundles published before (pinned or unpinned), and refuses an import the server does not hold either', async () => {
+    // A second project: only its project bundle, importing the first project's bundles from the server.
+    const app = join(s.work, `${name}-app`);
+    mkdirSync(join(app, '.svc'), { recursive: true });
+    cpSync(join(root(), '.svc/config.yaml'), join(app, '.svc/config.yaml'));
+    const manifest = (imports: string[]) => [
+      `id: bundle:${name}-app`, 'type: project', 'version: 0.1.0', 'title: An app on published bundles',
+      'description: imports bundles another project published', 'imports:', ...imports.map((i) => `  - ${i}`), 'scds: []',
+      'provenance: {created_by: me, created_at: "2026-01-01T00:00:00Z"}', '',
+    ].join('\n');
+    const good = [`bundle:${name}.meta:0.1.0`, `bundle:${name}.standards`, `bundle:${name}.clinical-care:0.1.0`];
+    writeFileSync(join(app, 'project-bundle.yaml'), manifest([...good, `bundle:${name}.nowhere:0.1.0`]));
+    const refused = await s.run(['publish', `${name}-app`, '--tag', `${name}-app:prod`], { env });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('[import_unresolved]');
+    expect(refused.stderr).toContain(`bundle:${name}.nowhere`);
+    expect(refused.stderr).not.toContain(`bundle:${name}.meta:0.1.0, but`);
+    expect((await t.call('api', 'GET', `/api/bundles/bundle:${name}-app/versions/0.1.0`, { admin: true })).status).toBe(404);
+
+    writeFileSync(join(app, 'project-bundle.yaml'), manifest(good));
+    const r = await s.run(['publish', `${name}-app`, '--tag', `${name}-app:prod`, '-o', 'json'], { env });
+    expect(r.code, r.stderr).toBe(0);
+    const summary = JSON.parse(r.stdout);
+    expect(summary.bundles).toEqual([{ id: `bundle:${name}-app`, version: '0.1.0', type: 'project', action: 'published', validation_status: 'valid' }]);
+    expect(summary.tag).toMatchObject({ bundle_id: `bundle:${name}-app`, action: 'created' });
+    const tag = await t.call('api', 'GET', `/api/tags/${name}-app:prod`, { admin: true });
+    expect(tag.body.resolved_bundle_ids).toHaveLength(8);
+    rmSync(app, { recursive: true });
+  });
+
   it('refuses a bundle or SCD changed without a new version, naming the bundle, the version and the field; nothing is sent', async () => {
     const file = join(root(), 'concerns/security.yaml');
     const scdFile = join(root(), 'context/project/phi-protection.yaml');

@@ -125,6 +125,18 @@ describe('GET /api/audit/stream', () => {
     expect(first!.data.chain_sequence).toBe(third.chain_sequence + 1);
   });
 
+  it('opens with the id of the sequence it starts after, so a reconnect before any record resumes there', async () => {
+    const newest = (await t.call('api', 'GET', '/api/audit/requests?order=desc&limit=1', { admin: true })).body.records[0].chain_sequence;
+    for (const [query, after] of [['', newest], ['?after_sequence=2', 2]] as const) {
+      const res = await fetch(`${t.url('api')}/api/audit/stream${query}`, { headers: { 'x-admin-key': ADMIN_KEY } });
+      const reader = res.body!.getReader();
+      let head = '';
+      while (!head.includes('\n\n')) head += new TextDecoder().decode((await reader.read()).value);
+      expect(head.slice(0, head.indexOf('\n\n') + 2)).toBe(`: stream open\nid: ${after}\n\n`);
+      await reader.cancel();
+    }
+  });
+
   it('is admin-gated and refuses a bad Last-Event-ID', async () => {
     expect((await fetch(`${t.url('api')}/api/audit/stream`)).status).toBe(401);
     const bad = await fetch(`${t.url('api')}/api/audit/stream`, { headers: { 'x-admin-key': ADMIN_KEY, 'last-event-id': 'abc' } });

@@ -66,8 +66,10 @@ export async function openAuditStream(ctx: AppContext, after: number | null, sig
         unregister = auditStreams(ctx).add(end);
         if (signal?.aborted) end();
         else signal?.addEventListener('abort', end, { once: true });
-        // Sent at once so that clients (and proxies) see the stream open.
-        controller.enqueue(enc.encode(': stream open\n\n'));
+        // Sent at once so that clients (and proxies) see the stream open. Its id is where the
+        // stream starts: a client that reconnects before any record came (EventSource keeps the
+        // id of an event with no data) resumes there and misses nothing committed meanwhile.
+        controller.enqueue(enc.encode(`: stream open\nid: ${last}\n\n`));
       },
       async pull(controller) {
         while (!closed) {
