@@ -6,7 +6,7 @@
  */
 import type { CAC } from 'cac';
 import type { ControlPlane } from '@svc/client';
-import { call, withApiOptions } from '../lib/api.js';
+import { ApiError, call, withApiOptions } from '../lib/api.js';
 import { EXIT, usageError } from '../lib/errors.js';
 import { err, out } from '../lib/io.js';
 import { emit, fields, outputFormat, table, withOutputOption } from '../lib/output.js';
@@ -24,6 +24,9 @@ const LIST_EDITS = [
   { field: 'overrides', flag: 'override', addKey: 'addOverride', removeKey: 'removeOverride' },
   { field: 'restrictions', flag: 'restriction', addKey: 'addRestriction', removeKey: 'removeRestriction' },
 ] as const;
+
+/** How many times `agents update` reads and writes again when the agent changed in between (412). */
+const UPDATE_ATTEMPTS = 5;
 
 const agentId = (v: unknown) => withPrefix('agent', arg(v, 'AGENT_ID'));
 const owner = (a: Agent) => (a.owner_name ? `${a.owner_id} (${a.owner_name})` : a.owner_id);
@@ -155,36 +158,60 @@ export function registerAgents(cli: CAC): void {
       if (!listEdits.length && !Object.keys(body).length) throw usageError('nothing to change: give --add-/--remove-intent, --add-/--remove-override, --add-/--remove-restriction, --name, --role, --description, --owner or --owner-name');
       const agent_id = agentId(id);
       const { conn, api } = admin(opts);
-      const policy: ControlPlane.components['schemas']['AgentPolicyUpdate'] = {};
-      const changed: string[] = [];
-      if (listEdits.length) {
-        // Read, compute, write: the API replaces each list wholesale.
-        const cur = await call(api.GET('/api/agents/{agent_id}', { params: { path: { agent_id } } }), conn);
-        for (const e of listEdits) {
-          const list: string[] = cur[e.field];
-          for (const t of e.add) if (list.includes(t)) err(`svc: note: ${agent_id} already has ${e.flag} ${t} (nothing to do for it)`);
-          for (const t of e.remove) if (!list.includes(t)) err(`svc: note: ${agent_id} has no ${e.flag} ${t} (nothing to do for it)`);
-          const next = [...list.filter((t) => !e.remove.includes(t)), ...e.add.filter((t, i) => !list.includes(t) && e.add.indexOf(t) === i)];
-          if (next.length === list.length && next.every((t, i) => t === list[i])) continue;
-          if (e.field === 'allowed_intents') body.allowed_intents = next;
-          else policy[e.field] = next;
-          changed.push(e.field);
+      // Read, compute, write: the API replaces each list wholesale, so list edits are written
+      // with If-Match (the ETag read): when the agent changed in between (412), read again and
+      // recompute, rather than overwrite that change.
+      for (let attempt = 1; ; attempt++) {
+        const policy: ControlPlane.components['schemas']['AgentPolicyUpdate'] = {};
+        const put = { ...body };
+        const changed: string[] = [];
+        let etag: string | undefined;
+        if (listEdits.length) {
+          const read = await api.GET('/api/agents/{agent_id}', { params: { path: { agent_id } } });
+          const cur = await call(Promise.resolve(read), conn);
+          etag = read.response.headers.get('etag') ?? undefined;
+          for (const e of listEdits) {
+            const list: string[] = cur[e.field];
+            if (attempt === 1) {
+              for (const t of e.add) if (list.includes(t)) err(`svc: note: ${agent_id} already has ${e.flag} ${t} (nothing to do for it)`);
+              for (const t of e.remove) if (!list.includes(t)) err(`svc: note: ${agent_id} has no ${e.flag} ${t} (nothing to do for it)`);
+            }
+            const next = [...list.filter((t) => !e.remove.includes(t)), ...e.add.filter((t, i) => !list.includes(t) && e.add.indexOf(t) === i)];
+            if (next.length === list.length && next.every((t, i) => t === list[i])) continue;
+            if (e.field === 'allowed_intents') put.allowed_intents = next;
+            else policy[e.field] = next;
+            changed.push(e.field);
+          }
+          if (!Object.keys(put).length && !changed.length) {
+            const { api_keys: _keys, ...agent } = cur;
+            emit(format, agent, () => out(`agent ${agent_id} unchanged (intents ${cur.allowed_intents.join(',') || '-'})`));
+            return EXIT.ok;
+          }
         }
-        if (!Object.keys(body).length && !changed.length) {
-          const { api_keys: _keys, ...agent } = cur;
-          emit(format, agent, () => out(`agent ${agent_id} unchanged (intents ${cur.allowed_intents.join(',') || '-'})`));
-          return EXIT.ok;
+        // Two writes when both kinds change (the API keeps overrides/restrictions behind POST .../policy).
+        let a: Agent | undefined;
+        try {
+          if (Object.keys(put).length) {
+            const w = await api.PUT('/api/agents/{agent_id}', { params: { path: { agent_id }, header: etag ? { 'If-Match': etag } : undefined }, body: put });
+            a = await call(Promise.resolve(w), conn);
+            etag = etag && (w.response.headers.get('etag') ?? undefined);
+          }
+          if (Object.keys(policy).length) {
+            a = await call(api.POST('/api/agents/{agent_id}/policy', { params: { path: { agent_id }, header: etag ? { 'If-Match': etag } : undefined }, body: policy }), conn);
+          }
+        } catch (e) {
+          if (e instanceof ApiError && e.status === 412 && attempt < UPDATE_ATTEMPTS) {
+            err(`svc: note: ${agent_id} changed while it was being updated; reading it again`);
+            continue;
+          }
+          throw e;
         }
+        const done = a!;
+        const what = [...Object.keys(put).filter((k) => k !== 'allowed_intents'), ...changed].map((k) =>
+          k === 'allowed_intents' ? `intents ${done.allowed_intents.join(',') || '-'}` : k === 'overrides' || k === 'restrictions' ? `${k} ${done[k].join(',') || '-'}` : k);
+        emit(format, done, () => out(`agent ${done.agent_id} updated (${what.join(', ')})`));
+        return EXIT.ok;
       }
-      // Two writes when both kinds change (the API keeps overrides/restrictions behind POST .../policy).
-      let a: Agent | undefined;
-      if (Object.keys(body).length) a = await call(api.PUT('/api/agents/{agent_id}', { params: { path: { agent_id } }, body }), conn);
-      if (Object.keys(policy).length) a = await call(api.POST('/api/agents/{agent_id}/policy', { params: { path: { agent_id } }, body: policy }), conn);
-      const done = a!;
-      const what = [...Object.keys(body).filter((k) => k !== 'allowed_intents'), ...changed].map((k) =>
-        k === 'allowed_intents' ? `intents ${done.allowed_intents.join(',') || '-'}` : k === 'overrides' || k === 'restrictions' ? `${k} ${done[k].join(',') || '-'}` : k);
-      emit(format, done, () => out(`agent ${done.agent_id} updated (${what.join(', ')})`));
-      return EXIT.ok;
     });
 
   for (const [verb, status, what] of [['suspend', 'suspended', 'Suspend an agent: its keys stop authenticating until it is activated'], ['activate', 'active', 'Activate a suspended (or revoked) agent']] as const) {

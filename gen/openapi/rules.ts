@@ -317,7 +317,7 @@ export interface components {
         };
         Error: {
             /** @enum {string} */
-            error: "validation_error" | "auth_failed" | "intent_not_allowed" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "license_limit" | "payload_too_large" | "unsupported_media_type" | "not_implemented" | "unavailable" | "internal_error";
+            error: "validation_error" | "auth_failed" | "intent_not_allowed" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "precondition_failed" | "license_limit" | "payload_too_large" | "unsupported_media_type" | "not_implemented" | "unavailable" | "internal_error";
             message: string;
             /** @description Free-form detail, e.g. `violations` for a non-conforming rule. */
             details?: {

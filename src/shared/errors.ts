@@ -15,6 +15,7 @@ export type ErrorCode =
   | 'not_found'
   | 'method_not_allowed'
   | 'conflict'
+  | 'precondition_failed'
   | 'license_limit'
   | 'payload_too_large'
   | 'unsupported_media_type'
@@ -33,6 +34,7 @@ const HTTP_STATUS: Record<ErrorCode, number> = {
   method_not_allowed: 405,
   conflict: 409,
   immutable: 409,
+  precondition_failed: 412,
   payload_too_large: 413,
   unsupported_media_type: 415,
   internal_error: 500,

@@ -1,4 +1,6 @@
 import { mkdirSync } from 'node:fs';
+import { createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ADMIN_KEY, startTestStack, type TestStack } from '../harness.js';
 import { adminApi, closedPort, parsed, sandbox } from './helpers.js';
@@ -223,6 +225,39 @@ describe('svc agents, svc keys', () => {
     expect(rotAgain.stderr).toContain('conflict');
     expect(graceLong.code).toBe(3);
     expect(graceBad.code).toBe(3);
+  });
+
+  it('update: list edits are written with If-Match; a change made between its read and its write is kept (412, read again, recomputed)', async () => {
+    const a = `agent:cli-race-${u}`;
+    expect((await svc('agents', 'create', a, '--name', 'Race', '--role', 'security', '--intent', 'code_review')).code).toBe(0);
+    // A proxy that, at the command's first write, lets another admin change the agent first.
+    const target = new URL(t.url('api'));
+    let sneaked = 0;
+    const proxy = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', async () => {
+        if (req.method === 'PUT' && sneaked++ === 0) await api('PUT', `/api/agents/${a}`, { allowed_intents: ['code_review', 'sneaked_in'] });
+        const fwd = httpRequest({ host: target.hostname, port: target.port, path: req.url, method: req.method, headers: { ...req.headers, host: target.host, connection: 'close' } }, (up) => {
+          res.writeHead(up.statusCode!, up.headers);
+          up.pipe(res);
+        });
+        fwd.end(Buffer.concat(chunks));
+      });
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    try {
+      const endpoint = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+      const r = await s.run(['agents', 'update', a, '--add-intent', 'triage', '--add-override', 'scd:project:x', '-o', 'json', '--endpoint', endpoint], { env });
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stderr).toContain(`svc: note: ${a} changed while it was being updated; reading it again`);
+      expect(JSON.parse(r.stdout)).toMatchObject({ allowed_intents: ['code_review', 'sneaked_in', 'triage'], overrides: ['scd:project:x'] });
+      expect(sneaked).toBe(2);
+    } finally {
+      proxy.closeAllConnections();
+      await new Promise((r) => proxy.close(r));
+    }
+    expect(await api('GET', `/api/agents/${a}`)).toMatchObject({ allowed_intents: ['code_review', 'sneaked_in', 'triage'], overrides: ['scd:project:x'] });
   });
 
   it('needs an admin key (exit 3), reports a wrong one (1) and an unreachable server (5)', async () => {

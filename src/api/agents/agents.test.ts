@@ -241,6 +241,47 @@ describe('PUT /api/agents/{agent_id}', () => {
   });
 });
 
+describe('If-Match and ETag on an agent', () => {
+  it('GET, PUT and POST policy answer the ETag; a stale If-Match is 412 and changes nothing; the current one, a list naming it, or * passes', async () => {
+    const a = await makeAgent(t);
+    const path = `/api/agents/${enc(a.agent_id)}`;
+    const read = await t.call('api', 'GET', path, { admin: true });
+    const etag = read.headers.get('etag')!;
+    expect(etag).toMatch(/^"[A-Za-z0-9_-]{27}"$/);
+    // A key's issue does not change the agent's tag.
+    await issueKey(t, a.agent_id);
+    expect((await t.call('api', 'GET', path, { admin: true })).headers.get('etag')).toBe(etag);
+
+    const put = await t.call('api', 'PUT', path, { admin: true, headers: { 'if-match': etag }, body: { allowed_intents: ['triage', 'first'] } });
+    expect(put.status).toBe(200);
+    const next = put.headers.get('etag')!;
+    expect(next).not.toBe(etag);
+    expect((await t.call('api', 'GET', path, { admin: true })).headers.get('etag')).toBe(next);
+
+    // The tag read before that change: refused, with the current tag, and nothing changed.
+    for (const [method, p, body] of [['PUT', path, { allowed_intents: ['triage', 'second'] }], ['POST', `${path}/policy`, { overrides: ['scd:project:x'] }]] as const) {
+      for (const stale of [etag, `W/${next}`, '"nope"', `"a", ${etag}`]) {
+        const r = await t.call('api', method, p, { admin: true, headers: { 'if-match': stale }, body });
+        expect(r.status, `${method} ${stale}`).toBe(412);
+        expect(r.body).toEqual({ error: 'precondition_failed', message: expect.stringContaining(`Agent ${a.agent_id} changed since it was read`), details: { agent_id: a.agent_id, etag: next } });
+      }
+    }
+    const after = await t.call('api', 'GET', path, { admin: true });
+    expect([after.body.allowed_intents, after.body.overrides, after.headers.get('etag')]).toEqual([['triage', 'first'], [], next]);
+    const events = await t.call('api', 'GET', `/api/audit/events?resource_id=${enc(a.agent_id)}&limit=100`, { admin: true });
+    expect(events.body.events.filter((e: { event_type: string }) => e.event_type === 'agent.updated')).toHaveLength(1);
+
+    const policy = await t.call('api', 'POST', `${path}/policy`, { admin: true, headers: { 'if-match': `"other", ${next}` }, body: { overrides: ['scd:project:x'] } });
+    expect(policy.status).toBe(200);
+    const any = await t.call('api', 'PUT', path, { admin: true, headers: { 'if-match': '*' }, body: { name: 'Renamed' } });
+    expect(any.status).toBe(200);
+    expect(any.headers.get('etag')).not.toBe(policy.headers.get('etag'));
+    // Without If-Match an update is unconditional, as before.
+    expect((await t.call('api', 'PUT', path, { admin: true, body: { name: 'Again' } })).status).toBe(200);
+    expect((await t.call('api', 'PUT', `/api/agents/${enc(agentId('absent'))}`, { admin: true, headers: { 'if-match': '*' }, body: { name: 'x' } })).status).toBe(404);
+  });
+});
+
 describe('DELETE /api/agents/{agent_id}', () => {
   it('revokes the agent and its active keys in one go, idempotently', async () => {
     const a = await makeAgent(t, { status: 'suspended' });

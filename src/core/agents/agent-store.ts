@@ -3,10 +3,12 @@
  * the graph (Agent node; HAS_ROLE, HAS_OVERRIDE, HAS_RESTRICTION edges, source
  * `agent-registry`), kept in the same transaction as the row.
  */
+import { createHash } from 'node:crypto';
 import { and, count, eq, inArray, ne } from 'drizzle-orm';
 import type { components } from '../../../gen/openapi/control-plane.js';
 import type { Db } from '../db/index.js';
 import { agents, graphEdges, graphNodes } from '../db/schema/index.js';
+import { canonicalJson } from '../../shared/canonical-json.js';
 import { AppError } from '../../shared/errors.js';
 import { intentsFromStore } from '../keys/verify-key.js';
 
@@ -38,6 +40,30 @@ export function toAgent(r: AgentRow): Agent {
     updated_at: r.updated_at.toISOString(),
     organization_id: r.organization_id,
   };
+}
+
+/**
+ * The agent's entity tag (HTTP `ETag`, strong): a digest of its wire form, keys left out, so
+ * that any change to the agent changes it (`updated_at` moves on every write) and a key's
+ * issue or use does not.
+ */
+export function agentEtag(a: Agent): string {
+  return `"${createHash('sha256').update(canonicalJson(a)).digest('base64url').slice(0, 27)}"`;
+}
+
+/**
+ * An `If-Match` header against the agent as it is now (read under the row lock): absent, `*`,
+ * or a list naming its tag passes; otherwise 412 `precondition_failed`. Weak tags never match
+ * (RFC 9110 13.1.1: strong comparison).
+ */
+export function checkIfMatch(a: Agent, ifMatch: string | undefined): void {
+  if (ifMatch === undefined) return;
+  const tags = ifMatch.split(',').map((t) => t.trim());
+  const etag = agentEtag(a);
+  if (tags.includes('*') || tags.includes(etag)) return;
+  throw new AppError('precondition_failed', `Agent ${a.agent_id} changed since it was read (If-Match does not name its current ETag): read it again and retry`, {
+    details: { agent_id: a.agent_id, etag },
+  });
 }
 
 /** The agent row, locked for the rest of the transaction when `lock` is set; 404 when absent. */

@@ -14,7 +14,7 @@ import { reassignOwner } from '../ownership/force-assign.js';
 import { lockOwner, ownerDeactivated } from '../ownership/transfer-store.js';
 import { and, eq } from 'drizzle-orm';
 import { agentApiKeys, agentPolicyOverrides, agents } from '../db/schema/index.js';
-import { assertUnderCap, getAgentRow, intentsToStore, lockAgentCap, syncAgentGraph, toAgent, type Agent } from './agent-store.js';
+import { assertUnderCap, checkIfMatch, getAgentRow, intentsToStore, lockAgentCap, syncAgentGraph, toAgent, type Agent } from './agent-store.js';
 import { changedFields, eventFields, recordEvent, type Who } from '../audit/events.js';
 
 export type UpdateAgentInput = components['schemas']['AgentUpdate'];
@@ -50,7 +50,8 @@ async function agentChanged(db: Db, who: Who, before: Agent, after: Agent, at: D
   await recordEvent(db, who, { event_type: type, resource_type: 'agent', resource_id: after.agent_id, ...changed }, at);
 }
 
-export async function updateAgent(ctx: AppContext, agentId: string, input: UpdateAgentInput, who: Who): Promise<Agent> {
+/** `ifMatch`: the request's `If-Match` header, checked against the agent under its row lock. */
+export async function updateAgent(ctx: AppContext, agentId: string, input: UpdateAgentInput, who: Who, ifMatch?: string): Promise<Agent> {
   if (input.owner_verified === true) throw ownerUnverifiable();
   const now = ctx.clock.now();
   const cap = ctx.license?.agent_cap ?? 0;
@@ -62,6 +63,7 @@ export async function updateAgent(ctx: AppContext, agentId: string, input: Updat
       // A new owner is locked before the agent (the lock order of ownership/transfer-store.ts).
       const newOwner = input.owner_id ? await lockOwner(db, input.owner_id, now) : null;
       const cur = await getAgentRow(db, agentId, true);
+      checkIfMatch(toAgent(cur), ifMatch);
       // The same owner changes nothing (even a deactivated one); another must be active.
       if (newOwner && newOwner.owner_id !== cur.owner_id && newOwner.status !== 'active') throw ownerDeactivated(newOwner);
       // Another owner: an admin's reassignment, recorded as a completed transfer (force_assigned).
@@ -97,11 +99,12 @@ export async function updateAgent(ctx: AppContext, agentId: string, input: Updat
   }
 }
 
-export async function setAgentPolicy(ctx: AppContext, agentId: string, input: AgentPolicyInput, who: Who): Promise<Agent> {
+export async function setAgentPolicy(ctx: AppContext, agentId: string, input: AgentPolicyInput, who: Who, ifMatch?: string): Promise<Agent> {
   const now = ctx.clock.now();
   try {
     return await ctx.db.tx(async (db) => {
       const cur = await getAgentRow(db, agentId, true);
+      checkIfMatch(toAgent(cur), ifMatch);
       const [row] = await db.orm
         .update(agents)
         .set({

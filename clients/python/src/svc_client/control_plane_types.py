@@ -33,7 +33,7 @@ class Health(TypedDict):
 
 
 class Error(TypedDict):
-    error: Literal['validation_error', 'auth_failed', 'intent_not_allowed', 'forbidden', 'not_found', 'method_not_allowed', 'conflict', 'license_limit', 'payload_too_large', 'unsupported_media_type', 'not_implemented', 'unavailable', 'internal_error']
+    error: Literal['validation_error', 'auth_failed', 'intent_not_allowed', 'forbidden', 'not_found', 'method_not_allowed', 'conflict', 'precondition_failed', 'license_limit', 'payload_too_large', 'unsupported_media_type', 'not_implemented', 'unavailable', 'internal_error']
     message: str
     details: NotRequired[dict[str, Any] | None]
 

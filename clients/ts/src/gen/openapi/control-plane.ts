@@ -362,6 +362,10 @@ export interface paths {
          *       /api/agents`, event `ownership.force_assigned`) and shows in the ownership history.
          *       409 while a transfer of the agent is pending (resolve it first) or when the owner
          *       is deactivated. The same `owner_id` changes nothing.
+         *     - `If-Match` (optional) makes the update conditional on the agent as it was read:
+         *       with the `ETag` of a `GET` (or of an earlier update), a read-modify-write (adding
+         *       an intent to the list, say) fails with 412 `precondition_failed` and changes
+         *       nothing when the agent changed in between, instead of overwriting that change.
          */
         put: operations["updateAgent"];
         post?: never;
@@ -514,6 +518,8 @@ export interface paths {
          *     context; restrictions are SCDs never included; an SCD in both lists is excluded
          *     (a restriction wins). SCD ids are not required to exist yet. Updates the HAS_OVERRIDE
          *     and HAS_RESTRICTION edges and `updated_at`. Allowed on agents of any status.
+         *     `If-Match` (optional) with the agent's `ETag` makes it conditional, as for `PUT`:
+         *     412 `precondition_failed` when the agent changed since it was read.
          */
         post: operations["setAgentPolicy"];
         delete?: never;
@@ -1655,7 +1661,7 @@ export interface components {
         };
         Error: {
             /** @enum {string} */
-            error: "validation_error" | "auth_failed" | "intent_not_allowed" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "license_limit" | "payload_too_large" | "unsupported_media_type" | "not_implemented" | "unavailable" | "internal_error";
+            error: "validation_error" | "auth_failed" | "intent_not_allowed" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "precondition_failed" | "license_limit" | "payload_too_large" | "unsupported_media_type" | "not_implemented" | "unavailable" | "internal_error";
             message: string;
             details?: {
                 [key: string]: unknown;
@@ -2806,6 +2812,19 @@ export interface components {
             };
         };
         /**
+         * @description `If-Match` names none of the agent's current entity tags (`precondition_failed`):
+         *     the agent changed since it was read. Nothing was changed; `details.etag` is the
+         *     current tag: read the agent again and retry.
+         */
+        AgentChanged: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
          * @description The license's agent cap is reached (`license_limit`): `agent_cap` above 0 and the
          *     number of non-revoked agents at or above it.
          */
@@ -2942,6 +2961,12 @@ export interface components {
         };
     };
     parameters: {
+        /**
+         * @description The agent's `ETag` as last read (or several, comma-separated, or `*` for any
+         *     existing agent). When no tag matches the agent's current one the request fails with
+         *     412 `precondition_failed` and changes nothing; weak tags (`W/"..."`) never match.
+         */
+        AgentIfMatch: string;
         /** @description Start of the window (inclusive; rounded down to the bucket). */
         AnalyticsFrom: string;
         /** @description End of the window (exclusive; rounded up to the bucket). */
@@ -2966,7 +2991,14 @@ export interface components {
         DeploymentIdPath: string;
     };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /**
+         * @description The agent's entity tag (a strong, quoted tag; any change to the agent changes it,
+         *     a new key or a key's use does not). Send it back in `If-Match` to update only that
+         *     version of the agent.
+         */
+        AgentETag: string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -3301,6 +3333,7 @@ export interface operations {
             /** @description The agent. */
             200: {
                 headers: {
+                    ETag: components["headers"]["AgentETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3317,7 +3350,14 @@ export interface operations {
     updateAgent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The agent's `ETag` as last read (or several, comma-separated, or `*` for any
+                 *     existing agent). When no tag matches the agent's current one the request fails with
+                 *     412 `precondition_failed` and changes nothing; weak tags (`W/"..."`) never match.
+                 */
+                "If-Match"?: components["parameters"]["AgentIfMatch"];
+            };
             path: {
                 agent_id: components["parameters"]["AgentIdPath"];
             };
@@ -3332,6 +3372,7 @@ export interface operations {
             /** @description The updated agent. */
             200: {
                 headers: {
+                    ETag: components["headers"]["AgentETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3342,6 +3383,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             402: components["responses"]["LicenseLimit"];
             404: components["responses"]["NotFound"];
+            412: components["responses"]["AgentChanged"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
@@ -3537,7 +3579,14 @@ export interface operations {
     setAgentPolicy: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The agent's `ETag` as last read (or several, comma-separated, or `*` for any
+                 *     existing agent). When no tag matches the agent's current one the request fails with
+                 *     412 `precondition_failed` and changes nothing; weak tags (`W/"..."`) never match.
+                 */
+                "If-Match"?: components["parameters"]["AgentIfMatch"];
+            };
             path: {
                 agent_id: components["parameters"]["AgentIdPath"];
             };
@@ -3552,6 +3601,7 @@ export interface operations {
             /** @description The updated agent. */
             200: {
                 headers: {
+                    ETag: components["headers"]["AgentETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3561,6 +3611,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            412: components["responses"]["AgentChanged"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];

@@ -311,7 +311,7 @@ export interface components {
         };
         Error: {
             /** @enum {string} */
-            error: "validation_error" | "auth_failed" | "intent_not_allowed" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "license_limit" | "payload_too_large" | "unsupported_media_type" | "not_implemented" | "unavailable" | "internal_error";
+            error: "validation_error" | "auth_failed" | "intent_not_allowed" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "precondition_failed" | "license_limit" | "payload_too_large" | "unsupported_media_type" | "not_implemented" | "unavailable" | "internal_error";
             message: string;
             details?: {
                 [key: string]: unknown;
