@@ -15,9 +15,8 @@ import { generateNoteKey } from '../../src/core/tlog/note.js';
 import { parseEntryBundle } from '../../src/core/tlog/tile-path.js';
 import { verifyAppend } from '../../src/core/tlog/verify-append.js';
 import { apiError, call, connection, controlPlane, describeNetworkError, UnreachableError, withApiOptions, type Connection } from '../lib/api.js';
-import { rawOption } from '../lib/argv.js';
 import { CliError, EXIT, usageError } from '../lib/errors.js';
-import { withPrefix } from '../lib/resources.js';
+import { text, withPrefix } from '../lib/resources.js';
 import { fields, outputFormat, paint, table, withOutputOption } from '../lib/output.js';
 import { err, json, out } from '../lib/io.js';
 import { TlogClient } from '../lib/tlog-client.js';
@@ -183,15 +182,8 @@ function limitOption(v: unknown, dflt: number): number {
 
 /** `--agent`: an agent id, its `agent:` prefix optional as in every command. */
 const agentOpt = (v: unknown): string | undefined => {
-  const a = textOpt(v, 'agent');
+  const a = text({ agent: v }, 'agent', 'agent');
   return a === undefined ? undefined : withPrefix('agent', a);
-};
-
-/** A text option as typed (mri turns `--resource-id 0012` into 12). */
-const textOpt = (v: unknown, name: string): string | undefined => {
-  const s = v === undefined ? undefined : rawOption(name) ?? str(v);
-  if (s === '') throw usageError(`--${name} must not be empty`);
-  return s;
 };
 
 type AuditRecord = { chain_sequence: number; requested_at: string; agent_id: string | null; task_type: string; intent_valid: boolean; validation_errors: Record<string, unknown> | null; context_scd_ids: string[]; request_id: string; leaf_index: number | null };
@@ -249,8 +241,8 @@ function registerAuditLog(cli: CAC): void {
       const format = outputFormat(opts.output);
       const limit = limitOption(opts.limit, 100);
       const query = {
-        resource_type: textOpt(opts.resourceType, 'resource-type'), resource_id: textOpt(opts.resourceId, 'resource-id'), event_type: textOpt(opts.type, 'type'),
-        actor: textOpt(opts.actor, 'actor'), since: timeOption('since', opts.since), until: timeOption('until', opts.until),
+        resource_type: text(opts, 'resourceType', 'resource-type'), resource_id: text(opts, 'resourceId', 'resource-id'), event_type: text(opts, 'type', 'type'),
+        actor: text(opts, 'actor', 'actor'), since: timeOption('since', opts.since), until: timeOption('until', opts.until),
       };
       const conn = connection(opts);
       const api = controlPlane(conn);
