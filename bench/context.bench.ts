@@ -132,8 +132,9 @@ async function realRun(b: Bench, corpusDir: string, external: boolean, helloRun:
     const testDb = await createTestDb();
     // The server logs as in production (LOG_LEVEL=info unless BENCH_LOG_LEVEL says otherwise),
     // into a file as a log pipeline would take it; its size is printed after the runs.
-    const logFile = path.join(os.tmpdir(), `svc-bench-${workload}-${process.pid}.log`);
-    fs.rmSync(logFile, { force: true });
+    // BENCH_LOG_FILE: where the log goes instead (/dev/null: the lines are made and written, the file system keeps nothing).
+    const logFile = process.env.BENCH_LOG_FILE ?? path.join(os.tmpdir(), `svc-bench-${workload}-${process.pid}.log`);
+    if (!process.env.BENCH_LOG_FILE) fs.rmSync(logFile, { force: true });
     // BENCH_TLOG_INTERVAL_MS: the transparency log's checkpoint interval (a large value all but stops its integrator, to measure its cost).
     const tlogEnv: Record<string, string> = process.env.BENCH_TLOG_INTERVAL_MS ? { TLOG_CHECKPOINT_INTERVAL_MS: process.env.BENCH_TLOG_INTERVAL_MS } : {};
     const proc = await spawnApi(testDb.appUrl!, randomUUID(), { DATABASE_MIGRATION_URL: testDb.ownerUrl!, LOG_LEVEL: LOG_LEVEL, ...tlogEnv }, ['api', 'context-grpc'], NODE_ARGS, { logFile });
@@ -179,9 +180,11 @@ async function realRun(b: Bench, corpusDir: string, external: boolean, helloRun:
     } finally {
       await proc.stop();
       await testDb.close();
-      const log = fs.readFileSync(logFile, 'utf8');
-      b.print(`server log ${workload} (LOG_LEVEL=${LOG_LEVEL}): ${log.split('\n').length - 1} lines, ${fmt(log.length / 1e6, 1)} MB`);
-      fs.rmSync(logFile, { force: true });
+      if (!process.env.BENCH_LOG_FILE) {
+        const log = fs.readFileSync(logFile, 'utf8');
+        b.print(`server log ${workload} (LOG_LEVEL=${LOG_LEVEL}): ${log.split('\n').length - 1} lines, ${fmt(log.length / 1e6, 1)} MB`);
+        fs.rmSync(logFile, { force: true });
+      }
     }
   }
   const helloAfter = await helloRun(DURATION / 2);
