@@ -132,12 +132,15 @@ async function realRun(b: Bench, corpusDir: string, external: boolean, helloRun:
     const testDb = await createTestDb();
     // The server logs as in production (LOG_LEVEL=info unless BENCH_LOG_LEVEL says otherwise),
     // into a file as a log pipeline would take it; its size is printed after the runs.
-    // BENCH_LOG_FILE: where the log goes instead (/dev/null: the lines are made and written, the file system keeps nothing).
+    // BENCH_LOG_FILE: a file the server writes itself instead (/dev/null: the lines are made and written, the file system keeps nothing).
     const logFile = process.env.BENCH_LOG_FILE ?? path.join(os.tmpdir(), `svc-bench-${workload}-${process.pid}.log`);
     if (!process.env.BENCH_LOG_FILE) fs.rmSync(logFile, { force: true });
     // BENCH_TLOG_INTERVAL_MS: the transparency log's checkpoint interval (a large value all but stops its integrator, to measure its cost).
     const tlogEnv: Record<string, string> = process.env.BENCH_TLOG_INTERVAL_MS ? { TLOG_CHECKPOINT_INTERVAL_MS: process.env.BENCH_TLOG_INTERVAL_MS } : {};
-    const proc = await spawnApi(testDb.appUrl!, randomUUID(), { DATABASE_MIGRATION_URL: testDb.ownerUrl!, LOG_LEVEL: LOG_LEVEL, ...tlogEnv }, ['api', 'context-grpc'], NODE_ARGS, { logFile });
+    // The log reaches its file through a pipe and a writer process of its own, as journald (the
+    // systemd units of deploy/) or a container runtime takes a service's stderr; BENCH_LOG_FILE
+    // makes the server write that file itself.
+    const proc = await spawnApi(testDb.appUrl!, randomUUID(), { DATABASE_MIGRATION_URL: testDb.ownerUrl!, LOG_LEVEL: LOG_LEVEL, ...tlogEnv }, ['api', 'context-grpc'], NODE_ARGS, { logFile, logWriter: !process.env.BENCH_LOG_FILE });
     try {
       const call = caller(proc.url);
       await publishCorpus(call, { workload, root: corpusDir });

@@ -45,7 +45,7 @@ export async function spawnApi(
   extraEnv: Record<string, string> = {},
   services: string[] = ['api'],
   nodeArgs: string[] = [],
-  opts: { logFile?: string } = {},
+  opts: { logFile?: string; logWriter?: boolean } = {},
 ): Promise<ServerProcess> {
   const port = await freePort();
   const grpcPort = services.includes('context-grpc') ? await freePort() : 0;
@@ -65,14 +65,22 @@ export async function spawnApi(
     LOG_LEVEL: 'warn',
     ...extraEnv,
   };
-  // With `logFile`, the server's stderr (its log) goes to that file, as to a log pipeline,
-  // instead of into this process's memory: a benchmark at LOG_LEVEL=info writes a line per request.
+  // With `logFile`, the server's stderr (its log) goes to that file instead of into this
+  // process's memory: a benchmark at LOG_LEVEL=info writes a line per request. With
+  // `logWriter` too, through a pipe to a process of its own (`cat`) that appends to the file,
+  // as journald or a container runtime reads a service's stderr; otherwise the server writes
+  // the file itself.
   const logFd = opts.logFile ? fs.openSync(opts.logFile, 'a') : null;
+  const writer = logFd !== null && opts.logWriter ? spawn('cat', [], { stdio: ['pipe', logFd, 'ignore'] }) : null;
+  const writerDone = writer ? new Promise<void>((resolve) => writer.once('exit', () => resolve())) : Promise.resolve();
   const child = spawn(process.execPath, [...NODE_FLAGS, ...nodeArgs, '--import', 'tsx', 'src/main.ts', ...services], {
     cwd: ROOT,
     env,
-    stdio: ['ignore', 'pipe', logFd ?? 'pipe'],
+    stdio: ['ignore', 'pipe', writer ? writer.stdin! : (logFd ?? 'pipe')],
   });
+  // The server holds the pipe's write end now: this process lets go of its copy, so that the
+  // writer sees the end of the log when the server exits.
+  writer?.stdin!.destroy();
   if (logFd !== null) fs.closeSync(logFd);
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
@@ -99,6 +107,7 @@ export async function spawnApi(
   const kill = async (signal: NodeJS.Signals) => {
     if (child.exitCode === null && child.signalCode === null) child.kill(signal);
     await exited;
+    await writerDone;
     fs.rmSync(dataDir, { recursive: true, force: true });
   };
   return { url, grpcUrl: grpcPort ? `http://127.0.0.1:${grpcPort}` : null, child, output, stop: () => kill('SIGTERM'), kill };
