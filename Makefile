@@ -6,7 +6,9 @@ SPECS := control-plane rules context-webhook telemetry collector
 
 .PHONY: install run test test-embedded test-real gen gen-check lint typecheck fuzz bench bench-tools browser caddy py-tools conformance clean
 
-node_modules/.installed: package.json package-lock.json clients/ts/package.json
+# npm ci runs the postinstall script: patch-package applies patches/ (fixes not yet released
+# upstream; the README's "Patched dependencies" says which and why).
+node_modules/.installed: package.json package-lock.json clients/ts/package.json $(wildcard patches/*.patch)
 	npm ci --no-audit --no-fund
 	@touch $@
 

@@ -2777,7 +2777,8 @@ export interface components {
         };
         /**
          * @description `ADMIN_API_KEY` is unset or empty (`unavailable`, message `Admin API not
-         *     configured`). There is no open mode.
+         *     configured`). There is no open mode. The same code answers when the database could
+         *     not be reached (message `The database could not be reached; retry the request`).
          */
         AdminNotConfigured: {
             headers: {
@@ -2788,6 +2789,24 @@ export interface components {
                  * @example {
                  *       "error": "unavailable",
                  *       "message": "Admin API not configured"
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description The database could not be reached (`unavailable`): the connection was refused, lost or
+         *     timed out. Retry the request; `GET /ready` names what is missing.
+         */
+        Unavailable: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": "unavailable",
+                 *       "message": "The database could not be reached; retry the request"
                  *     }
                  */
                 "application/json": components["schemas"]["Error"];
@@ -3249,6 +3268,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     listAgents: {
@@ -4533,6 +4553,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getAgentOutput: {
@@ -4559,6 +4580,7 @@ export interface operations {
             401: components["responses"]["AgentUnauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getTlogCheckpoint: {
@@ -4582,6 +4604,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getTlogKey: {
@@ -4642,6 +4665,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getTlogTile2: {
@@ -4755,6 +4779,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getConsistencyProof: {
@@ -4781,6 +4806,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getUsageAnalytics: {

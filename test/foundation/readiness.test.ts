@@ -1,8 +1,9 @@
 /**
  * `GET /ready` on every HTTP service: ready on a healthy stack, 503 naming the migrations
  * when the recorded ones are behind, 503 naming draining once the process shuts down, and
- * (PostgreSQL only) 503 naming the database while its connections are refused, then 200
- * again when it is back.
+ * (PostgreSQL only) 503 naming the database while its connections are refused (and the
+ * requests that need it: 503 unavailable over REST, UNAVAILABLE over gRPC, the context
+ * request's own 500 INTERNAL_ERROR), then 200 again when it is back.
  */
 import http2 from 'node:http2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,6 +14,7 @@ import { createRedisBroker } from '../../src/shared/broker.js';
 import { memoryLogger } from '../../src/shared/logger.js';
 import type { ServiceName } from '../../src/shared/service.js';
 import { proxyFor } from './tcp-proxy.js';
+import { agentWithKey, grpcClient } from '../context/fixtures.js';
 
 const HTTP: ServiceName[] = ['api', 'rules', 'context-webhook', 'telemetry', 'collector'];
 
@@ -127,8 +129,9 @@ describe.skipIf(!REAL)('/ready while PostgreSQL refuses connections', () => {
     const db = await openDb({ url: viaProxy, password: DB_PASSWORD, max: 2 });
     let t: TestStack | undefined;
     try {
-      t = await startTestStack({ services: ['api', 'collector'], testDb: { ...base, db } });
+      t = await startTestStack({ services: ['api', 'collector', 'context-grpc'], testDb: { ...base, db } });
       expect((await t.call('api', 'GET', '/ready')).status).toBe(200);
+      const { apiKey } = await agentWithKey(t);
 
       await proxy.stop();
       const down = await readyUntil(t, 'api', 503);
@@ -144,6 +147,22 @@ describe.skipIf(!REAL)('/ready while PostgreSQL refuses connections', () => {
       expect((await t.call('collector', 'GET', '/ready')).status).toBe(503);
       // Liveness does not depend on the database.
       expect((await t.call('api', 'GET', '/health')).status).toBe(200);
+      // A request that needs the database is 503 unavailable (retry), never a 500.
+      const list = await t.call('api', 'GET', '/api/agents', { admin: true });
+      expect(list.status).toBe(503);
+      expect(list.body.error).toBe('unavailable');
+      // A context request over gRPC is UNAVAILABLE (the proto's code for an unreachable store),
+      // and over REST 500 INTERNAL_ERROR, failing closed as its contract says.
+      const client = grpcClient(t);
+      try {
+        const err = await new Promise<{ code?: number }>((resolve) => client.RequestContext({ api_key: apiKey, task_type: 'code_review' }, (e: (Error & { code?: number }) | null) => resolve(e ?? {})));
+        expect(err.code).toBe(14);
+      } finally {
+        client.close();
+      }
+      const rest = await t.call('api', 'POST', '/api/context', { apiKey, body: { task_type: 'code_review' } });
+      expect(rest.status).toBe(500);
+      expect(rest.body.error_code).toBe('INTERNAL_ERROR');
 
       await proxy.start();
       const up = await readyUntil(t, 'api', 200);

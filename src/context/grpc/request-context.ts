@@ -10,6 +10,7 @@ import { create, toBinary } from '@bufbuild/protobuf';
 import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
 import { Code, ConnectError, type ServiceImpl } from '@connectrpc/connect';
 import type { AppContext } from '../../shared/app-context.js';
+import { AppError } from '../../shared/errors.js';
 import type { ValidationIssue } from '../../shared/http/openapi-app.js';
 import {
   ContextExplanationSchema,
@@ -84,7 +85,8 @@ export function requestContextHandler(ctx: AppContext): ServiceImpl<typeof Conte
 
 /**
  * Runs one RequestContext call: the shared verb with the message's fields as its body.
- * Throws ConnectError(INTERNAL) only when the audit record could not be committed.
+ * Throws ConnectError(UNAVAILABLE) when the database could not be reached, INTERNAL when the
+ * audit record could not be committed otherwise.
  */
 export async function callRequestContext(ctx: AppContext, req: RequestContextRequest): Promise<ContextOutcome> {
   const startedAt = performance.now();
@@ -103,6 +105,7 @@ export async function callRequestContext(ctx: AppContext, req: RequestContextReq
     out = await requestContext(ctx, { requestId: randomUUID(), apiKey: req.apiKey, body, issues: issues.length ? issues : null, startedAt });
   } catch (e) {
     ctx.logger.error('context request failed', { error: e as Error });
+    if (e instanceof AppError && e.code === 'unavailable') throw new ConnectError(e.message, Code.Unavailable);
     throw new ConnectError('Internal error', Code.Internal);
   }
   if (!out.ok && out.code === 'REVISION_NOT_REACHED') {

@@ -9,7 +9,7 @@ import { AppError } from '../../shared/errors.js';
 import type { TransparencyLogService } from '../../../gen/proto/context_pb.js';
 import { transparencyLog } from '../../core/tlog/log.js';
 
-const CODES: Partial<Record<AppError['code'], Code>> = { validation_error: Code.InvalidArgument, not_found: Code.NotFound };
+const CODES: Partial<Record<AppError['code'], Code>> = { validation_error: Code.InvalidArgument, not_found: Code.NotFound, unavailable: Code.Unavailable };
 
 /** A domain refusal as the gRPC code the proto names; anything else is logged and INTERNAL. */
 async function rpc<T>(ctx: AppContext, what: string, fn: () => Promise<T>): Promise<T> {

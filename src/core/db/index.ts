@@ -244,6 +244,16 @@ const AUDIT_IMMUTABLE_MESSAGE = 'Audit records are immutable';
  * Maps PostgreSQL errors to domain errors, in this one place. Unknown errors pass through
  * untouched (the edge answers an opaque 500 and logs them).
  */
+/**
+ * The connection to the database was lost or could not be made (postgres.js's own codes, the
+ * socket's, PostgreSQL's class 08 and its shutdown codes): the request may be retried, so it is
+ * 503 `unavailable`, not a 500.
+ */
+const CONNECTION_LOSS = new Set(['CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03']);
+function isConnectionLoss(err: { code?: string }): boolean {
+  return typeof err.code === 'string' && (CONNECTION_LOSS.has(err.code) || /^08[0-9A-Z]{3}$/.test(err.code));
+}
+
 function mapDbError(e: unknown): unknown {
   // drizzle wraps the driver's error with the query text and parameters: map the driver's
   // own, and pass that one on when unmapped (parameters may carry key hashes).
@@ -276,6 +286,9 @@ function mapDbError(e: unknown): unknown {
         details: { errors: [{ path: '/body', rule: 'nul_character', message: 'text must not contain U+0000' }] },
         cause: e,
       });
+  }
+  if (isConnectionLoss(err)) {
+    return new AppError('unavailable', 'The database could not be reached; retry the request', { cause: e });
   }
   if (err.message && err.message.includes(AUDIT_IMMUTABLE_MESSAGE)) {
     return new AppError('immutable', AUDIT_IMMUTABLE_MESSAGE, { cause: e });
