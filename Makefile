@@ -7,7 +7,7 @@ SPECS := control-plane rules context-webhook telemetry collector
 .PHONY: install run test test-embedded test-real gen gen-check lint typecheck fuzz bench bench-tools browser caddy py-tools conformance clean
 
 # npm ci runs the postinstall script: patch-package applies patches/ (fixes not yet released
-# upstream; the README's "Patched dependencies" says which and why).
+# upstream; the README's "A patched driver" says which and why).
 node_modules/.installed: package.json package-lock.json clients/ts/package.json $(wildcard patches/*.patch)
 	npm ci --no-audit --no-fund
 	@touch $@

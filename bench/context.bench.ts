@@ -133,14 +133,15 @@ async function realRun(b: Bench, corpusDir: string, external: boolean, helloRun:
     // The server logs as in production (LOG_LEVEL=info unless BENCH_LOG_LEVEL says otherwise),
     // into a file as a log pipeline would take it; its size is printed after the runs.
     // BENCH_LOG_FILE: a file the server writes itself instead (/dev/null: the lines are made and written, the file system keeps nothing).
-    const logFile = process.env.BENCH_LOG_FILE ?? path.join(os.tmpdir(), `svc-bench-${workload}-${process.pid}.log`);
-    if (!process.env.BENCH_LOG_FILE) fs.rmSync(logFile, { force: true });
+    const ownLogFile = process.env.BENCH_LOG_FILE;
+    const logFile = ownLogFile ?? path.join(os.tmpdir(), `svc-bench-${workload}-${process.pid}.log`);
+    if (!ownLogFile) fs.rmSync(logFile, { force: true });
     // BENCH_TLOG_INTERVAL_MS: the transparency log's checkpoint interval (a large value all but stops its integrator, to measure its cost).
     const tlogEnv: Record<string, string> = process.env.BENCH_TLOG_INTERVAL_MS ? { TLOG_CHECKPOINT_INTERVAL_MS: process.env.BENCH_TLOG_INTERVAL_MS } : {};
     // The log reaches its file through a pipe and a writer process of its own, as journald (the
     // systemd units of deploy/) or a container runtime takes a service's stderr; BENCH_LOG_FILE
     // makes the server write that file itself.
-    const proc = await spawnApi(testDb.appUrl!, randomUUID(), { DATABASE_MIGRATION_URL: testDb.ownerUrl!, LOG_LEVEL: LOG_LEVEL, ...tlogEnv }, ['api', 'context-grpc'], NODE_ARGS, { logFile, logWriter: !process.env.BENCH_LOG_FILE });
+    const proc = await spawnApi(testDb.appUrl!, randomUUID(), { DATABASE_MIGRATION_URL: testDb.ownerUrl!, LOG_LEVEL: LOG_LEVEL, ...tlogEnv }, ['api', 'context-grpc'], NODE_ARGS, { logFile, logWriter: !ownLogFile });
     try {
       const call = caller(proc.url);
       await publishCorpus(call, { workload, root: corpusDir });
@@ -183,7 +184,7 @@ async function realRun(b: Bench, corpusDir: string, external: boolean, helloRun:
     } finally {
       await proc.stop();
       await testDb.close();
-      if (!process.env.BENCH_LOG_FILE) {
+      if (!ownLogFile) {
         const log = fs.readFileSync(logFile, 'utf8');
         b.print(`server log ${workload} (LOG_LEVEL=${LOG_LEVEL}): ${log.split('\n').length - 1} lines, ${fmt(log.length / 1e6, 1)} MB`);
         fs.rmSync(logFile, { force: true });

@@ -168,7 +168,7 @@ export function registerAgents(cli: CAC): void {
         let etag: string | undefined;
         if (listEdits.length) {
           const read = await api.GET('/api/agents/{agent_id}', { params: { path: { agent_id } } });
-          const cur = await call(Promise.resolve(read), conn);
+          const cur = await call(read, conn);
           etag = read.response.headers.get('etag') ?? undefined;
           for (const e of listEdits) {
             const list: string[] = cur[e.field];
@@ -193,7 +193,7 @@ export function registerAgents(cli: CAC): void {
         try {
           if (Object.keys(put).length) {
             const w = await api.PUT('/api/agents/{agent_id}', { params: { path: { agent_id }, header: etag ? { 'If-Match': etag } : undefined }, body: put });
-            a = await call(Promise.resolve(w), conn);
+            a = await call(w, conn);
             etag = etag && (w.response.headers.get('etag') ?? undefined);
           }
           if (Object.keys(policy).length) {

@@ -181,8 +181,8 @@ function limitOption(v: unknown, dflt: number): number {
 }
 
 /** `--agent`: an agent id, its `agent:` prefix optional as in every command. */
-const agentOpt = (v: unknown): string | undefined => {
-  const a = text({ agent: v }, 'agent', 'agent');
+const agentOpt = (opts: Record<string, unknown>): string | undefined => {
+  const a = text(opts, 'agent', 'agent');
   return a === undefined ? undefined : withPrefix('agent', a);
 };
 
@@ -211,7 +211,7 @@ function registerAuditLog(cli: CAC): void {
     .action(async (opts: { endpoint?: unknown; key?: unknown; output?: unknown; agent?: unknown; since?: unknown; until?: unknown; limit?: unknown }) => {
       const format = outputFormat(opts.output);
       const limit = limitOption(opts.limit, 100);
-      const agent = agentOpt(opts.agent);
+      const agent = agentOpt(opts);
       const query = { agent_id: agent, since: timeOption('since', opts.since), until: timeOption('until', opts.until) };
       const conn = connection(opts);
       const api = controlPlane(conn);
@@ -272,7 +272,7 @@ function registerAuditLog(cli: CAC): void {
     .example('svc audit tail -o json | jq .task_type   # one JSON record per line')
     .action(async (opts: { endpoint?: unknown; key?: unknown; output?: unknown; agent?: unknown; after?: unknown }) => {
       const format = outputFormat(opts.output);
-      const agent = agentOpt(opts.agent);
+      const agent = agentOpt(opts);
       let last: string | undefined;
       if (opts.after !== undefined) {
         const a = String(opts.after);

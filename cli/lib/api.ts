@@ -117,8 +117,8 @@ export function apiError(status: number, body: unknown, conn?: Connection): ApiE
   return new ApiError(status, code, text, body);
 }
 
-/** The 2xx body of a call, else an `ApiError` (exit 1). */
-export async function call<T>(p: Promise<FetchResult<T>>, conn?: Connection): Promise<T> {
+/** The 2xx body of a call (or of its result, when the caller reads its headers too), else an `ApiError` (exit 1). */
+export async function call<T>(p: FetchResult<T> | Promise<FetchResult<T>>, conn?: Connection): Promise<T> {
   const r = await p;
   if (r.response.ok) return r.data as T;
   throw apiError(r.response.status, r.error, conn);

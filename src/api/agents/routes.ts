@@ -12,8 +12,8 @@ export const routes = {
     createAgent: async (req, ctx) => ({ status: 201, body: await createAgent(ctx, req.body, whoOf(req)) }),
     listAgents: async (req, ctx) => ({ status: 200, body: await listAgents(ctx, req.query) }),
     getAgent: async (req, ctx) => {
-      const { api_keys, ...agent } = await getAgent(ctx, req.params.agent_id);
-      return { status: 200, body: { ...agent, api_keys }, headers: { etag: agentEtag(agent) } };
+      const agent = await getAgent(ctx, req.params.agent_id);
+      return { status: 200, body: agent, headers: { etag: agentEtag(agent) } };
     },
     updateAgent: async (req, ctx) => {
       const agent = await updateAgent(ctx, req.params.agent_id, req.body, whoOf(req), req.headers['if-match']);

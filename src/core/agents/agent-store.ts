@@ -43,12 +43,13 @@ export function toAgent(r: AgentRow): Agent {
 }
 
 /**
- * The agent's entity tag (HTTP `ETag`, strong): a digest of its wire form, keys left out, so
- * that any change to the agent changes it (`updated_at` moves on every write) and a key's
- * issue or use does not.
+ * The agent's entity tag (HTTP `ETag`, strong): a digest of its wire form, keys left out
+ * (an `AgentDetail`'s `api_keys` too), so that any change to the agent changes it
+ * (`updated_at` moves on every write) and a key's issue or use does not.
  */
-export function agentEtag(a: Agent): string {
-  return `"${createHash('sha256').update(canonicalJson(a)).digest('base64url').slice(0, 27)}"`;
+export function agentEtag(a: Agent & { api_keys?: unknown }): string {
+  const { api_keys: _keys, ...agent } = a;
+  return `"${createHash('sha256').update(canonicalJson(agent)).digest('base64url').slice(0, 27)}"`;
 }
 
 /**

@@ -63,7 +63,8 @@ export async function updateAgent(ctx: AppContext, agentId: string, input: Updat
       // A new owner is locked before the agent (the lock order of ownership/transfer-store.ts).
       const newOwner = input.owner_id ? await lockOwner(db, input.owner_id, now) : null;
       const cur = await getAgentRow(db, agentId, true);
-      checkIfMatch(toAgent(cur), ifMatch);
+      const before = toAgent(cur);
+      checkIfMatch(before, ifMatch);
       // The same owner changes nothing (even a deactivated one); another must be active.
       if (newOwner && newOwner.owner_id !== cur.owner_id && newOwner.status !== 'active') throw ownerDeactivated(newOwner);
       // Another owner: an admin's reassignment, recorded as a completed transfer (force_assigned).
@@ -90,7 +91,7 @@ export async function updateAgent(ctx: AppContext, agentId: string, input: Updat
       const agent = toAgent(row);
       // The owner change's own event (ownership.force_assigned) first, then the agent's.
       await recordReassignment?.();
-      await agentChanged(db, who, toAgent(cur), agent, now);
+      await agentChanged(db, who, before, agent, now);
       if (input.status === 'revoked') await revokeAgentKeys(db, agentId, now, who);
       return agent;
     });
@@ -103,8 +104,8 @@ export async function setAgentPolicy(ctx: AppContext, agentId: string, input: Ag
   const now = ctx.clock.now();
   try {
     return await ctx.db.tx(async (db) => {
-      const cur = await getAgentRow(db, agentId, true);
-      checkIfMatch(toAgent(cur), ifMatch);
+      const before = toAgent(await getAgentRow(db, agentId, true));
+      checkIfMatch(before, ifMatch);
       const [row] = await db.orm
         .update(agents)
         .set({
@@ -117,7 +118,7 @@ export async function setAgentPolicy(ctx: AppContext, agentId: string, input: Ag
       await db.orm.insert(agentPolicyOverrides).values({ agent_id: agentId, overrides: row.overrides, restrictions: row.restrictions, set_by: who.actor, set_at: now });
       await syncAgentGraph(db, row);
       const agent = toAgent(row);
-      await agentChanged(db, who, toAgent(cur), agent, now, 'agent.policy_set');
+      await agentChanged(db, who, before, agent, now, 'agent.policy_set');
       return agent;
     });
   } finally {

@@ -241,10 +241,6 @@ function ormOver(session: PgSession): Orm {
 const AUDIT_IMMUTABLE_MESSAGE = 'Audit records are immutable';
 
 /**
- * Maps PostgreSQL errors to domain errors, in this one place. Unknown errors pass through
- * untouched (the edge answers an opaque 500 and logs them).
- */
-/**
  * The connection to the database was lost or could not be made (postgres.js's own codes, the
  * socket's, PostgreSQL's class 08 and its shutdown codes): the request may be retried, so it is
  * 503 `unavailable`, not a 500.
@@ -254,6 +250,10 @@ function isConnectionLoss(err: { code?: string }): boolean {
   return typeof err.code === 'string' && (CONNECTION_LOSS.has(err.code) || /^08[0-9A-Z]{3}$/.test(err.code));
 }
 
+/**
+ * Maps PostgreSQL errors to domain errors, in this one place. Unknown errors pass through
+ * untouched (the edge answers an opaque 500 and logs them).
+ */
 function mapDbError(e: unknown): unknown {
   // drizzle wraps the driver's error with the query text and parameters: map the driver's
   // own, and pass that one on when unmapped (parameters may carry key hashes).
