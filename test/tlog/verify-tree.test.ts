@@ -136,3 +136,50 @@ describe('the tree check of GET /api/audit/verify', () => {
     for (const r of await check(t)) expect(r).toMatchObject({ status: 'ok', tampered_at_leaf: null });
   });
 });
+
+describe("the tree check and full tiles' stored inner nodes (migration 0017)", () => {
+  let db2: TestDb;
+  let t2: TestStack;
+  beforeAll(async () => {
+    db2 = await createTestDb();
+    cleanups.push(() => db2.close());
+    t2 = await startTestStack({ services: ['api'], testDb: db2 });
+    cleanups.push(() => t2.close());
+    const agent = await makeAgent(t2, { allowed_intents: ['triage'] });
+    const key = (await issueKey(t2, agent.agent_id)).api_key;
+    // Past the first full level-0 tile (256 leaves, the management events included).
+    for (let i = 0; i < 280; i += 20) {
+      await Promise.all(Array.from({ length: 20 }, () => t2.call('api', 'POST', '/api/context', { apiKey: key, body: { task_type: 'triage' } })));
+    }
+    // Integrated to the last record (the stack's own loop may have made the checkpoint already).
+    await transparencyLog(t2.ctx).integrate();
+    const [n] = await db2.owner.query<{ n: number; size: number }>(
+      `SELECT (SELECT count(nodes)::int FROM audit_tlog_tiles WHERE level = 0) AS n, (SELECT max(tree_size)::int FROM audit_tlog_checkpoints) AS size`,
+    );
+    expect(n).toEqual({ n: 1, size: 280 + (await db2.owner.query<{ c: number }>('SELECT count(*)::int AS c FROM audit_management_events'))[0]!.c });
+  }, 120_000);
+
+  const edit = async (sql: string) => {
+    await db2.owner.exec('ALTER TABLE audit_tlog_tiles DISABLE TRIGGER USER');
+    await db2.owner.exec(sql);
+    await db2.owner.exec('ALTER TABLE audit_tlog_tiles ENABLE TRIGGER USER');
+  };
+
+  it('finds a stored inner node changed, at the first leaf under it; a tile without nodes (stored before 0017) is ok', async () => {
+    for (const r of await check(t2)) expect(r).toMatchObject({ status: 'ok', tampered_at_leaf: null });
+    const [saved] = await db2.owner.query<{ nodes: Uint8Array | string }>('SELECT nodes FROM audit_tlog_tiles WHERE level = 0 AND idx = 0');
+    // Level 3 within the tile, node 5: leaves 40-47; its bytes start at (256 - 64 + 5) * 32.
+    await edit(`UPDATE audit_tlog_tiles SET nodes = overlay(nodes PLACING sha256('x'::bytea) FROM ${(256 - 64 + 5) * 32} + 1) WHERE level = 0 AND idx = 0`);
+    try {
+      for (const r of await check(t2)) {
+        expect(r).toMatchObject({ status: 'tampered', tampered_at_leaf: 40 });
+        expect(r.error).toMatch(/tile 0: the stored inner node over leaves 40-47 is not their hash/);
+      }
+      await edit('UPDATE audit_tlog_tiles SET nodes = NULL WHERE level = 0 AND idx = 0');
+      for (const r of await check(t2)) expect(r).toMatchObject({ status: 'ok', tampered_at_leaf: null });
+    } finally {
+      await db2.owner.query('UPDATE audit_tlog_tiles SET nodes = $1 WHERE level = 0 AND idx = 0', [saved!.nodes]);
+    }
+    for (const r of await check(t2)) expect(r).toMatchObject({ status: 'ok', tampered_at_leaf: null });
+  });
+});

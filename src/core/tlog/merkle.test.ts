@@ -15,6 +15,8 @@ import {
   nodeHash,
   rootHash,
   subtreeHash,
+  tileInnerNodes,
+  tileNodeOffset,
   verifyConsistency,
   verifyInclusion,
   type ReadTile,
@@ -200,6 +202,29 @@ describe('appendLeaves + rootHash', () => {
       ['0/0', 256],
       ['1/0', 1],
     ]);
+  });
+
+  it("a full level-0 tile's inner nodes: every subtree of levels 1-7 within it, as the RFC's MTH; written with the tile when it fills", () => {
+    const hs = leaves(0, 512);
+    const tile = Buffer.concat(hs.slice(256, 512));
+    const { nodes, root } = tileInnerNodes(tile);
+    expect(nodes.length).toBe(254 * 32);
+    expect(root).toEqual(mthPlain(hs, 256, 512));
+    for (let level = 1; level < 8; level++) {
+      for (let i = 0; i < 256 >> level; i++) {
+        const at = tileNodeOffset(level, i);
+        expect(nodes.subarray(at, at + 32), `level ${level} node ${i}`).toEqual(mthPlain(hs, 256 + i * 2 ** level, 256 + (i + 1) * 2 ** level));
+      }
+    }
+    expect(() => tileInnerNodes(tile.subarray(32))).toThrow(RangeError);
+    // appendLeaves: the nodes come with a level-0 tile as it fills, and only then; not above level 0.
+    const grown = appendLeaves(0, new Map(), leaves(0, 65_536 + 300)).tiles;
+    const withNodes = grown.filter((t) => t.nodes);
+    expect(withNodes.map((t) => t.level)).toEqual(Array(257).fill(0)); // 65,836 leaves: 257 full level-0 tiles
+    expect(grown.filter((t) => t.level === 0 && t.data.length === 8192 && !t.nodes)).toEqual([]);
+    expect(withNodes[1]!.nodes).toEqual(nodes);
+    const partial = appendLeaves(0, new Map(), leaves(0, 255)).tiles;
+    expect(partial.map((t) => [t.level, t.data.length / 32, !!t.nodes])).toEqual([[0, 255, false]]);
   });
 
   it('rejects a wrong rightmost tile and malformed leaf hashes', () => {

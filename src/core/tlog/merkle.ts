@@ -20,11 +20,19 @@ import { hash as oneShotHash } from 'node:crypto';
 export const TILE_WIDTH = 256;
 /** Bytes per hash. */
 export const HASH_SIZE = 32;
-const TILE_HEIGHT = 8;
+export const TILE_HEIGHT = 8;
 const FULL_TILE_BYTES = TILE_WIDTH * HASH_SIZE;
 
-/** The stored bytes of tile (level, index): 8192 bytes for a full tile, a shorter prefix for a partial one. */
-export type ReadTile = (level: number, index: number) => Promise<Uint8Array>;
+/**
+ * The stored bytes of tile (level, index): 8192 bytes for a full tile, a shorter prefix for a
+ * partial one. A reader may also answer for one complete subtree directly (`node`: its hash at
+ * Merkle level `level`, index `index`, as subtreeHash): the proofs then ask it for each
+ * subtree instead of reading the tile and hashing up to it (tileReader: the stored inner nodes
+ * of full level-0 tiles, see tileInnerNodes).
+ */
+export type ReadTile = ((level: number, index: number) => Promise<Uint8Array>) & {
+  node?: (level: number, index: number) => Promise<Buffer>;
+};
 
 const LEAF_PREFIX = Buffer.from([0x00]);
 const NODE_PREFIX = Buffer.from([0x01]);
@@ -75,51 +83,77 @@ function splitPoint(n: number): number {
 // ---------------------------------------------------------------------------------------
 // Reading hashes from tiles
 
-/** Hashes `count` consecutive 32-byte hashes (count a power of two) starting at `offset` of `data` up to their subtree root. */
-function hashUp(data: Uint8Array, offset: number, count: number): Buffer {
-  if (count === 1) return Buffer.from(data.subarray(offset, offset + HASH_SIZE));
-  let level: Buffer[] = [];
-  for (let i = 0; i < count; i += 2) {
-    const a = offset + i * HASH_SIZE;
-    level.push(nodeHash(data.subarray(a, a + HASH_SIZE), data.subarray(a + HASH_SIZE, a + 2 * HASH_SIZE)));
-  }
-  while (level.length > 1) {
-    const next: Buffer[] = [];
-    for (let i = 0; i < level.length; i += 2) next.push(nodeHash(level[i], level[i + 1]));
-    level = next;
-  }
-  return level[0];
+/** A ReadTile that reads each tile (and node) at most once (the memo lives as long as the returned function). */
+function memoized(read: ReadTile): ReadTile {
+  const once = <T>(get: (level: number, index: number) => Promise<T>) => {
+    const memo = new Map<string, Promise<T>>();
+    return (level: number, index: number) => {
+      const key = `${level}/${index}`;
+      let p = memo.get(key);
+      if (!p) {
+        p = get(level, index);
+        memo.set(key, p);
+      }
+      return p;
+    };
+  };
+  const r: ReadTile = once(read);
+  if (read.node) r.node = once(read.node);
+  return r;
 }
 
-/** A ReadTile that reads each tile at most once (the memo lives as long as the returned function). */
-function memoized(read: ReadTile): ReadTile {
-  const memo = new Map<string, Promise<Uint8Array>>();
-  return (level, index) => {
-    const key = `${level}/${index}`;
-    let p = memo.get(key);
-    if (!p) {
-      p = read(level, index);
-      memo.set(key, p);
+/**
+ * The inner nodes of a full tile as stored beside its level-0 tiles (migration 0017,
+ * `audit_tlog_tiles.nodes`): Merkle levels 1 to 7 within the tile, level 1's 128 hashes first,
+ * then level 2's 64 ... level 7's 2 (254 hashes, 8,128 bytes); the tile's root (level 8) is in
+ * the tile above. A proof then reads the 32 bytes of each subtree it needs (TILE_NODE_OFFSET)
+ * instead of the tile and the 255 hashes up from it.
+ */
+const TILE_NODES_BYTES = (TILE_WIDTH - 2) * HASH_SIZE;
+/** Byte offset in a tile's stored inner nodes of node `index` (0-based within the tile) at level `level` (1..7) within it. */
+export const tileNodeOffset = (level: number, index: number): number => (TILE_WIDTH - 2 ** (TILE_HEIGHT + 1 - level) + index) * HASH_SIZE;
+
+/** A full tile's inner nodes (TILE_NODES_BYTES, see above) and its root. */
+export function tileInnerNodes(tile: Uint8Array): { nodes: Buffer; root: Buffer } {
+  if (tile.length !== FULL_TILE_BYTES) throw new RangeError(`tileInnerNodes: a full tile is ${FULL_TILE_BYTES} bytes, got ${tile.length}`);
+  const nodes = Buffer.alloc(TILE_NODES_BYTES);
+  let below: Uint8Array = tile;
+  let width = TILE_WIDTH;
+  for (let l = 1; l < TILE_HEIGHT; l++) {
+    const at = tileNodeOffset(l, 0);
+    width /= 2;
+    for (let i = 0; i < width; i++) {
+      const a = 2 * i * HASH_SIZE;
+      nodes.set(nodeHash(below.subarray(a, a + HASH_SIZE), below.subarray(a + HASH_SIZE, a + 2 * HASH_SIZE)), at + i * HASH_SIZE);
     }
-    return p;
-  };
+    below = nodes.subarray(at, at + width * HASH_SIZE);
+  }
+  return { nodes, root: nodeHash(below.subarray(0, HASH_SIZE), below.subarray(HASH_SIZE, 2 * HASH_SIZE)) };
 }
 
 async function subtreeHashFrom(read: ReadTile, level: number, index: number): Promise<Buffer> {
+  if (read.node) return read.node(level, index);
+  const { tileLevel, tileIndex } = subtreeTile(level, index);
+  return subtreeFromTile(await read(tileLevel, tileIndex), level, index);
+}
+
+/** The tile holding the subtree at Merkle level `level`, index `index` (its hashes at level 8 * tileLevel). */
+export function subtreeTile(level: number, index: number): { tileLevel: number; tileIndex: number; end: number } {
   const tileLevel = Math.floor(level / TILE_HEIGHT);
   const count = 2 ** (level % TILE_HEIGHT);
   const first = index * count; // node index at Merkle level 8 * tileLevel
-  const tileIndex = Math.floor(first / TILE_WIDTH);
-  const offset = (first % TILE_WIDTH) * HASH_SIZE;
-  const data = await read(tileLevel, tileIndex);
-  if (!(data instanceof Uint8Array) || data.length < offset + count * HASH_SIZE) {
-    throw new Error(
-      `tile ${tileLevel}/${tileIndex} holds ${data?.length ?? 0} bytes, ` +
-        `need ${offset + count * HASH_SIZE} for the subtree at level ${level} index ${index}`,
-    );
+  return { tileLevel, tileIndex: Math.floor(first / TILE_WIDTH), end: ((first % TILE_WIDTH) + count) * HASH_SIZE };
+}
+
+/** The subtree's hash from the bytes of its tile (subtreeTile): copied, or computed (memoized per tile, see tileNode). */
+export function subtreeFromTile(data: Uint8Array, level: number, index: number): Buffer {
+  const { tileLevel, tileIndex, end } = subtreeTile(level, index);
+  if (!(data instanceof Uint8Array) || data.length < end) {
+    throw new Error(`tile ${tileLevel}/${tileIndex} holds ${data?.length ?? 0} bytes, need ${end} for the subtree at level ${level} index ${index}`);
   }
-  if (count > 1) return tileNode(data, level % TILE_HEIGHT, first % TILE_WIDTH >> level % TILE_HEIGHT);
-  return Buffer.from(data.subarray(offset, offset + HASH_SIZE));
+  const l = level % TILE_HEIGHT;
+  if (l > 0) return tileNode(data, l, index % (TILE_WIDTH >> l));
+  return Buffer.from(data.subarray(end - HASH_SIZE, end));
 }
 
 /**
@@ -331,11 +365,15 @@ function isPowerOfTwo(x: number): boolean {
 // ---------------------------------------------------------------------------------------
 // Building tiles
 
-/** One tile to store: its full new content (a full tile is 8192 bytes, a partial one shorter). */
+/**
+ * One tile to store: its full new content (a full tile is 8192 bytes, a partial one shorter);
+ * a full level-0 tile with its inner nodes (tileInnerNodes).
+ */
 export interface TileWrite {
   level: number;
   index: number;
   data: Buffer;
+  nodes?: Buffer;
 }
 
 /**
@@ -394,8 +432,9 @@ export function appendLeaves(
     o.width++;
     o.dirty = true;
     if (o.width === TILE_WIDTH) {
-      written.push({ level, index: o.index, data: o.buf });
-      const root = hashUp(o.buf, 0, TILE_WIDTH);
+      // Inner nodes are stored for level-0 tiles only: the tiles above are few, and cached.
+      const { nodes, root } = tileInnerNodes(o.buf);
+      written.push(level === 0 ? { level, index: o.index, data: o.buf, nodes } : { level, index: o.index, data: o.buf });
       open[level] = { buf: Buffer.alloc(FULL_TILE_BYTES), width: 0, index: o.index + 1, dirty: false };
       push(level + 1, root);
     }

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { createTestDb } from '../../../test/harness.js';
 import { rfcLeafHash, rfcMth, rfcVerifyConsistency, rfcVerifyInclusion } from '../../../test/tlog/rfc9162.js';
 import type { Db } from '../db/index.js';
-import { appendLeaves, consistencyProof, inclusionProof, leafHash, rootHash, type ReadTile } from './merkle.js';
+import { appendLeaves, consistencyProof, inclusionProof, leafHash, rootHash, tileInnerNodes, type ReadTile } from './merkle.js';
 import { asBuffer, newTileCache, readTiles, tileReader, treeState, warmUpperTiles, writeTiles } from './tiles.js';
 import { rng } from '../../../test/rng.js';
 
@@ -131,6 +131,59 @@ describe('batched tile reads', () => {
       }
       // A missing tile reads as empty (the proof code then says which tile fell short).
       expect((await tileReader(t.db, newTileCache())(3, 0)).length).toBe(0);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it("a proof reads a full level-0 tile's stored inner nodes, not the tile; a tile stored without them (before 0017) is read whole", { timeout: 60_000 }, async () => {
+    const t = await createTestDb();
+    try {
+      const N = 65_536 + 300;
+      await grow(t.db, N);
+      const [row] = await t.db.query<{ full: number; with_nodes: number }>(
+        'SELECT count(*) FILTER (WHERE length(data) = 8192)::int AS full, count(nodes)::int AS with_nodes FROM audit_tlog_tiles WHERE level = 0',
+      );
+      expect(row).toEqual({ full: 257, with_nodes: 257 });
+      const cache = newTileCache();
+      await warmUpperTiles(t.db, cache);
+      const db = counting(t.db);
+      const proofs = [await inclusionProof(tileReader(db, cache, N), 1000, N), await consistencyProof(tileReader(db, cache, N), 1000, 40_000)];
+      expect(db.queries).toBe(2);
+      // Leaf 1000's tile (0/3) and 40,000's (0/156) came as nodes; the partial tiles at the right edge whole.
+      expect(cache.tiles.has('0/3')).toBe(false);
+      expect(cache.tiles.has('0/156')).toBe(false);
+      expect(cache.tiles.has('0/257')).toBe(true);
+      expect(cache.nodes.size).toBeGreaterThanOrEqual(8); // leaf 1000: its sibling and 7 subtrees within tile 0/3
+      // The same proofs again: from the nodes kept, no query.
+      expect(hex(await inclusionProof(tileReader(db, cache, N), 1000, N))).toEqual(hex(proofs[0]!));
+      expect(hex(await consistencyProof(tileReader(db, cache, N), 1000, 40_000))).toEqual(hex(proofs[1]!));
+      expect(db.queries).toBe(2);
+      expect(hex(proofs[0]!)).toEqual(hex(await inclusionProof(perTile(t.db), 1000, N)));
+      expect(hex(proofs[1]!)).toEqual(hex(await consistencyProof(perTile(t.db), 1000, 40_000)));
+
+      // Tiles without stored nodes (as before migration 0017): the same proofs, one query, the tiles read whole.
+      await t.owner.exec('ALTER TABLE audit_tlog_tiles DISABLE TRIGGER USER');
+      await t.owner.exec('UPDATE audit_tlog_tiles SET nodes = NULL WHERE level = 0 AND idx IN (3, 156)');
+      await t.owner.exec('ALTER TABLE audit_tlog_tiles ENABLE TRIGGER USER');
+      const cold = newTileCache();
+      const db2 = counting(t.db);
+      expect(hex(await inclusionProof(tileReader(db2, cold, N), 1000, N))).toEqual(hex(proofs[0]!));
+      expect(hex(await consistencyProof(tileReader(db2, cold, N), 1000, 40_000))).toEqual(hex(proofs[1]!));
+      expect(db2.queries).toBe(2);
+      expect(cold.tiles.has('0/3') && cold.tiles.has('0/156')).toBe(true);
+
+      // The inner nodes never change once written (the trigger), and only a full level-0 tile has them (the check).
+      await expect(t.db.query("UPDATE audit_tlog_tiles SET nodes = overlay(nodes PLACING sha256('x'::bytea) FROM 1) WHERE level = 0 AND idx = 4")).rejects.toThrow(/only grows/);
+      await expect(t.db.query('UPDATE audit_tlog_tiles SET nodes = NULL WHERE level = 0 AND idx = 4')).rejects.toThrow(/only grows/);
+      await expect(t.db.query("UPDATE audit_tlog_tiles SET nodes = decode(repeat('00', 8128), 'hex') WHERE level = 0 AND idx = 257")).rejects.toThrow(/not allowed/); // the CHECK (23514), as mapDbError words it
+      await expect(t.db.query("UPDATE audit_tlog_tiles SET nodes = decode(repeat('00', 8128), 'hex') WHERE level = 1 AND idx = 0")).rejects.toThrow(/not allowed/); // the CHECK (23514), as mapDbError words it
+      // A tile stored without them may be given its nodes (NULL to a value) once.
+      const [tile3] = await t.db.query<{ data: Uint8Array | string }>('SELECT data FROM audit_tlog_tiles WHERE level = 0 AND idx = 3');
+      const nodes3 = tileInnerNodes(asBuffer(tile3!.data)).nodes;
+      await writeTiles(t.db, [{ level: 0, index: 3, data: asBuffer(tile3!.data), nodes: nodes3 }]);
+      const [back] = await t.db.query<{ nodes: Uint8Array | string }>('SELECT nodes FROM audit_tlog_tiles WHERE level = 0 AND idx = 3');
+      expect(asBuffer(back!.nodes).equals(nodes3)).toBe(true);
     } finally {
       await t.close();
     }

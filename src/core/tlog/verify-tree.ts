@@ -8,7 +8,8 @@
  * - Here every leaf, in order, in pages of PAGE leaves: its hash is the stored one (a chained
  *   context request) or is recomputed from its record (an output, a management event, a legacy record, a record
  *   stored before the leaf_hash column); each must equal the leaf hash in the level-0 tiles,
- *   no leaf index may be missing or held twice, and the root of the leaves at the latest
+ *   no leaf index may be missing or held twice, a full level-0 tile's stored inner nodes must
+ *   be the hashes of its leaves' subtrees, and the root of the leaves at the latest
  *   checkpoint's size must be its root; the checkpoint's signature is checked with the log's key.
  *
  * A page is two queries (the leaves' indexes and hashes as one bytea, the page's tiles) and
@@ -20,7 +21,7 @@ import type { Db } from '../db/index.js';
 import type { LeafFailure } from '../audit/chain-check.js';
 import { LEGACY_SENTINEL } from '../audit/hash.js';
 import { leafCount, readLeaves } from './leaves.js';
-import { EMPTY_ROOT, HASH_SIZE, leafHash, nodeHash, TILE_WIDTH } from './merkle.js';
+import { EMPTY_ROOT, HASH_SIZE, leafHash, nodeHash, TILE_HEIGHT, TILE_WIDTH, tileNodeOffset } from './merkle.js';
 import { asBuffer, treeState } from './tiles.js';
 import { latestCheckpoint, transparencyLog } from './log.js';
 import { openNote } from './note.js';
@@ -34,13 +35,19 @@ const PAGE = 64 * TILE_WIDTH;
 class CompactRange {
   private peaks: Buffer[] = [];
   size = 0;
-  /** Appends a leaf hash (copied when kept: the caller may reuse its bytes). */
-  push(h: Buffer): void {
+  /**
+   * Appends a leaf hash (copied when kept: the caller may reuse its bytes); `onNode` sees each
+   * subtree hash this completes (its height, index at that height and hash).
+   */
+  push(h: Buffer, onNode?: (height: number, index: number, hash: Buffer) => void): void {
     let k = this.size;
     if (!(k & 1)) h = Buffer.from(h);
+    let height = 0;
     while (k & 1) {
       h = nodeHash(this.peaks.pop()!, h);
       k >>= 1;
+      height++;
+      onNode?.(height, k, h);
     }
     this.peaks.push(h);
     this.size++;
@@ -122,8 +129,8 @@ async function walkTree(
     const to = Math.min(from + page, count);
     const [[row], tiles] = await Promise.all([
       db.query<{ b: Uint8Array | string | null }>(PAGE_QUERY, [from, to]),
-      db.query<{ idx: number | string; data: Uint8Array | string }>(
-        'SELECT idx, data FROM audit_tlog_tiles WHERE level = 0 AND idx >= $1 AND idx < $2 ORDER BY idx',
+      db.query<{ idx: number | string; data: Uint8Array | string; nodes: Uint8Array | string | null }>(
+        'SELECT idx, data, nodes FROM audit_tlog_tiles WHERE level = 0 AND idx >= $1 AND idx < $2 ORDER BY idx',
         [Math.floor(from / TILE_WIDTH), Math.ceil(Math.min(to, treeSize) / TILE_WIDTH)],
       ),
     ]);
@@ -165,10 +172,25 @@ async function walkTree(
         }
       }
     }
-    // The root at the checkpoint's size.
+    // The root at the checkpoint's size; on the way, the full tiles' stored inner nodes
+    // (migration 0017: what proofs read) against the subtrees of the leaves.
+    const nodes = new Map(tiles.filter((t) => t.nodes != null).map((t) => [Number(t.idx), asBuffer(t.nodes!)]));
+    let badNode: { leaf: number; error: string } | null = null;
+    const checkNode = (height: number, index: number, h: Buffer) => {
+      if (badNode || height >= TILE_HEIGHT) return;
+      const tile = Math.floor(index / (TILE_WIDTH >> height));
+      const stored = nodes.get(tile);
+      if (!stored) return;
+      const at = tileNodeOffset(height, index % (TILE_WIDTH >> height));
+      if (stored.compare(h, 0, HASH_SIZE, at, at + HASH_SIZE) !== 0) {
+        const first = index * 2 ** height;
+        badNode = { leaf: first, error: `tile ${tile}: the stored inner node over leaves ${first}-${first + 2 ** height - 1} is not their hash (the tree was changed)` };
+      }
+    };
     for (let k = 0; k < to - from; k++) {
       if (checkpoint && range.size === checkpoint.treeSize && !range.root().equals(checkpoint.root)) return rootMismatch();
-      range.push(hashes.subarray(k * HASH_SIZE, (k + 1) * HASH_SIZE));
+      range.push(hashes.subarray(k * HASH_SIZE, (k + 1) * HASH_SIZE), nodes.size ? checkNode : undefined);
+      if (badNode) return badNode;
     }
   }
   if (checkpoint && range.size === checkpoint.treeSize && !range.root().equals(checkpoint.root)) return rootMismatch();

@@ -12,6 +12,8 @@ export const auditTlogTiles = pgTable(
     level: smallint('level').notNull(),
     idx: bigint('idx', { mode: 'number' }).notNull(),
     data: bytea('data').notNull(),
+    /** migration 0017: a full level-0 tile's inner nodes (merkle.ts tileInnerNodes); null before it fills, or stored before 0017. */
+    nodes: bytea('nodes'),
   },
   (t) => [primaryKey({ columns: [t.level, t.idx] })],
 );
