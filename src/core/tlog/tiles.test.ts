@@ -9,7 +9,7 @@ import { createTestDb } from '../../../test/harness.js';
 import { rfcLeafHash, rfcMth, rfcVerifyConsistency, rfcVerifyInclusion } from '../../../test/tlog/rfc9162.js';
 import type { Db } from '../db/index.js';
 import { appendLeaves, consistencyProof, inclusionProof, leafHash, rootHash, tileInnerNodes, type ReadTile } from './merkle.js';
-import { asBuffer, newTileCache, readTiles, tileReader, treeState, warmUpperTiles, writeTiles } from './tiles.js';
+import { asBuffer, fillTileNodes, newTileCache, readTiles, tileReader, treeState, warmUpperTiles, writeTiles } from './tiles.js';
 import { rng } from '../../../test/rng.js';
 
 const data = (i: number) => Buffer.from(`leaf ${i}`);
@@ -184,6 +184,19 @@ describe('batched tile reads', () => {
       await writeTiles(t.db, [{ level: 0, index: 3, data: asBuffer(tile3!.data), nodes: nodes3 }]);
       const [back] = await t.db.query<{ nodes: Uint8Array | string }>('SELECT nodes FROM audit_tlog_tiles WHERE level = 0 AND idx = 3');
       expect(asBuffer(back!.nodes).equals(nodes3)).toBe(true);
+
+      // After an upgrade: fillTileNodes gives every full level-0 tile without nodes its own, a few at a time, as the app's role.
+      await t.owner.exec('ALTER TABLE audit_tlog_tiles DISABLE TRIGGER USER');
+      await t.owner.exec('UPDATE audit_tlog_tiles SET nodes = NULL WHERE level = 0 AND idx % 3 = 0');
+      await t.owner.exec('ALTER TABLE audit_tlog_tiles ENABLE TRIGGER USER');
+      const turns: Array<number | null> = [];
+      for (let at: number | null = -1; at !== null; ) turns.push((at = await fillTileNodes(t.db, at, 40)));
+      expect(turns).toEqual([117, 237, 255, null]); // 86 tiles (0, 3 ... 255), 40 at a time
+      const all = await t.db.query<{ idx: number | string; data: Uint8Array | string; nodes: Uint8Array | string | null }>('SELECT idx, data, nodes FROM audit_tlog_tiles WHERE level = 0 ORDER BY idx');
+      for (const r of all) {
+        if (asBuffer(r.data).length === 8192) expect(r.nodes && asBuffer(r.nodes).equals(tileInnerNodes(asBuffer(r.data)).nodes), `tile ${r.idx}`).toBe(true);
+        else expect(r.nodes).toBeNull();
+      }
     } finally {
       await t.close();
     }

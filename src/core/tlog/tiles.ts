@@ -8,7 +8,7 @@
  */
 import { LRUCache } from 'lru-cache';
 import type { Db } from '../db/index.js';
-import { HASH_SIZE, subtreeFromTile, subtreeTile, tileNodeOffset, type ReadTile, type TileWrite } from './merkle.js';
+import { HASH_SIZE, subtreeFromTile, subtreeTile, tileInnerNodes, tileNodeOffset, type ReadTile, type TileWrite } from './merkle.js';
 
 const FULL_TILE_BYTES = 256 * 32;
 
@@ -239,6 +239,29 @@ export async function treeState(db: Query): Promise<{ size: number; lastTiles: M
     if (Number(r.level) === 0) size = Number(r.idx) * 256 + data.length / 32;
   }
   return { size, lastTiles };
+}
+
+/**
+ * Gives full level-0 tiles stored without inner nodes (before migration 0017) theirs, computed
+ * from their hashes (what GET /api/audit/verify checks against the records): up to `limit`
+ * tiles of index above `after`, in order. Returns the last index given nodes, or null when no
+ * such tile is left past `after`. Another process doing the same is harmless: a tile's nodes
+ * are written only where they are still missing, and the trigger lets them go from none to a
+ * value only.
+ */
+export async function fillTileNodes(db: Query, after: number, limit: number): Promise<number | null> {
+  const rows = await db.query<{ idx: number | string; data: Uint8Array | string }>(
+    `SELECT idx, data FROM audit_tlog_tiles WHERE level = 0 AND idx > $1 AND nodes IS NULL AND length(data) = ${FULL_TILE_BYTES} ORDER BY idx LIMIT ${Number(limit)}`,
+    [after],
+  );
+  if (!rows.length) return null;
+  const json = JSON.stringify(rows.map((r) => [Number(r.idx), tileInnerNodes(asBuffer(r.data)).nodes.toString('hex')]));
+  await db.query(
+    `UPDATE audit_tlog_tiles t SET nodes = decode(e ->> 1, 'hex') FROM jsonb_array_elements($1::jsonb) AS e
+      WHERE t.level = 0 AND t.idx = (e ->> 0)::bigint AND t.nodes IS NULL`,
+    [json],
+  );
+  return Number(rows[rows.length - 1]!.idx);
 }
 
 /** Stores tiles (new, or grown: the table's trigger refuses any other change). */
