@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { createTestDb } from '../../../test/harness.js';
 import { rfcLeafHash, rfcMth, rfcVerifyConsistency, rfcVerifyInclusion } from '../../../test/tlog/rfc9162.js';
 import type { Db } from '../db/index.js';
-import { appendLeaves, consistencyProof, inclusionProof, leafHash, rootHash, tileInnerNodes, type ReadTile } from './merkle.js';
+import { appendLeaves, consistencyProof, inclusionProof, leafHash, rootHash, subtreeHash, tileInnerNodes, type ReadTile } from './merkle.js';
 import { asBuffer, fillTileNodes, newTileCache, readTiles, tileReader, treeState, warmUpperTiles, writeTiles } from './tiles.js';
 import { rng } from '../../../test/rng.js';
 
@@ -161,6 +161,13 @@ describe('batched tile reads', () => {
       expect(db.queries).toBe(2);
       expect(hex(proofs[0]!)).toEqual(hex(await inclusionProof(perTile(t.db), 1000, N)));
       expect(hex(proofs[1]!)).toEqual(hex(await consistencyProof(perTile(t.db), 1000, 40_000)));
+
+      // One of a tile's nodes, then the tile, asked in the same turn: the node as a part, the tile whole.
+      const both = tileReader(db, newTileCache(), N);
+      const [node, whole] = await Promise.all([both.node!(3, 5 * 32 + 7), both(0, 5)]);
+      expect(whole.length).toBe(8192);
+      expect(hex([node])).toEqual(hex([await subtreeHash(perTile(t.db), 3, 5 * 32 + 7)]));
+      expect(db.queries).toBe(3);
 
       // Tiles without stored nodes (as before migration 0017): the same proofs, one query, the tiles read whole.
       await t.owner.exec('ALTER TABLE audit_tlog_tiles DISABLE TRIGGER USER');

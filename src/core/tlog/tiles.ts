@@ -168,15 +168,16 @@ export function tileReader(db: Query, cache: TileCache, size?: number): ReadTile
  * tile is not stored.
  */
 async function readTileParts(db: Query, asks: ReadonlyArray<{ level: number; index: number; node?: { level: number; index: number } }>): Promise<Array<{ part?: Buffer; tile?: Buffer }>> {
+  // Per tile, the ask that brings the tile when it is read whole: its first whole-tile ask, else its first ask.
   const first = new Map<string, number>();
-  // Per ask: where its bytes start (1-based, in `data` when part 0, else in `nodes`), and whether it is its tile's first.
+  asks.forEach((a, k) => !a.node && !first.has(`${a.level}/${a.index}`) && first.set(`${a.level}/${a.index}`, k));
+  asks.forEach((a, k) => !first.has(`${a.level}/${a.index}`) && first.set(`${a.level}/${a.index}`, k));
+  // Per ask: its part (-1 the tile, 0 a hash of `data`, 1-7 a node of that level in `nodes`), where its bytes start (1-based), and whether it brings the tile.
   const part: number[] = [];
   const off: number[] = [];
   const isFirst: boolean[] = [];
   asks.forEach((a, k) => {
-    const key = `${a.level}/${a.index}`;
-    isFirst.push(!first.has(key));
-    if (!first.has(key)) first.set(key, k);
+    isFirst.push(first.get(`${a.level}/${a.index}`) === k);
     const l = a.node ? a.node.level : -1;
     const p = a.node ? a.node.index % (256 >> l) : 0;
     part.push(l);
