@@ -94,8 +94,9 @@ export async function readTiles(db: Query, keys: ReadonlyArray<readonly [number,
  * at most (a cold proof at 10,000,000 leaves asked for up to five tiles, one query each, and
  * waited on the slowest). From a full level-0 tile with stored inner nodes the query returns
  * the subtree's 32 bytes (kept in `cache.nodes`); from any other tile, the tile (kept as above).
- * A cold proof at 10,000,000 leaves read two 8 KiB level-0 tiles and hashed 255 inner nodes
- * of each: 1.0-1.3 ms of its median and most of its allocation.
+ * Before 0017 a cold proof at 10,000,000 leaves read one or two 8 KiB level-0 tiles and
+ * hashed the 255 inner nodes of each (p50 1.0-1.3 ms, about 1-1.5 ms of CPU; now 0.6-1.0 ms
+ * and 0.4-0.7 ms, README "Benchmarks").
  */
 export function tileReader(db: Query, cache: TileCache, size?: number): ReadTile {
   interface Want {
