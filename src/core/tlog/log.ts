@@ -193,12 +193,10 @@ export class TransparencyLog {
    * After an upgrade past migration 0017, the loop gives the full level-0 tiles stored before
    * it their inner nodes, FILL_TILES a turn (about 16,000 hashes, 10-40 ms of CPU), until none
    * is left: proofs over those tiles then read nodes too (see fillTileNodes). The tiles written
-   * since come with theirs. Returns false once done.
+   * since come with theirs.
    */
-  async fillNodes(): Promise<boolean> {
-    if (this.filledTo === null) return false;
-    this.filledTo = await fillTileNodes(this.ctx.db, this.filledTo, FILL_TILES);
-    return this.filledTo !== null;
+  private async fillNodes(): Promise<void> {
+    if (this.filledTo !== null) this.filledTo = await fillTileNodes(this.ctx.db, this.filledTo, FILL_TILES);
   }
   private filledTo: number | null = -1;
 

@@ -106,7 +106,7 @@ function memoized(read: ReadTile): ReadTile {
  * The inner nodes of a full tile as stored beside its level-0 tiles (migration 0017,
  * `audit_tlog_tiles.nodes`): Merkle levels 1 to 7 within the tile, level 1's 128 hashes first,
  * then level 2's 64 ... level 7's 2 (254 hashes, 8,128 bytes); the tile's root (level 8) is in
- * the tile above. A proof then reads the 32 bytes of each subtree it needs (TILE_NODE_OFFSET)
+ * the tile above. A proof then reads the 32 bytes of each subtree it needs (tileNodeOffset)
  * instead of the tile and the 255 hashes up from it.
  */
 const TILE_NODES_BYTES = (TILE_WIDTH - 2) * HASH_SIZE;
@@ -116,19 +116,8 @@ export const tileNodeOffset = (level: number, index: number): number => (TILE_WI
 /** A full tile's inner nodes (TILE_NODES_BYTES, see above) and its root. */
 export function tileInnerNodes(tile: Uint8Array): { nodes: Buffer; root: Buffer } {
   if (tile.length !== FULL_TILE_BYTES) throw new RangeError(`tileInnerNodes: a full tile is ${FULL_TILE_BYTES} bytes, got ${tile.length}`);
-  const nodes = Buffer.alloc(TILE_NODES_BYTES);
-  let below: Uint8Array = tile;
-  let width = TILE_WIDTH;
-  for (let l = 1; l < TILE_HEIGHT; l++) {
-    const at = tileNodeOffset(l, 0);
-    width /= 2;
-    for (let i = 0; i < width; i++) {
-      const a = 2 * i * HASH_SIZE;
-      nodes.set(nodeHash(below.subarray(a, a + HASH_SIZE), below.subarray(a + HASH_SIZE, a + 2 * HASH_SIZE)), at + i * HASH_SIZE);
-    }
-    below = nodes.subarray(at, at + width * HASH_SIZE);
-  }
-  return { nodes, root: nodeHash(below.subarray(0, HASH_SIZE), below.subarray(HASH_SIZE, 2 * HASH_SIZE)) };
+  const levels = tileLevels(tile);
+  return { nodes: Buffer.concat(levels.slice(1, TILE_HEIGHT), TILE_NODES_BYTES), root: levels[TILE_HEIGHT]! };
 }
 
 async function subtreeHashFrom(read: ReadTile, level: number, index: number): Promise<Buffer> {
@@ -167,20 +156,23 @@ export function subtreeFromTile(data: Uint8Array, level: number, index: number):
 const tileNodes = new WeakMap<Uint8Array, Buffer[]>();
 function tileNode(data: Uint8Array, level: number, index: number): Buffer {
   let levels = tileNodes.get(data);
-  if (!levels) {
-    levels = [];
-    const width = Math.floor(data.length / HASH_SIZE);
-    let below: Buffer[] = [];
-    for (let i = 0; i < width; i++) below.push(Buffer.from(data.buffer, data.byteOffset + i * HASH_SIZE, HASH_SIZE));
-    for (let l = 1; l <= TILE_HEIGHT && below.length >= 2; l++) {
-      const up: Buffer[] = [];
-      for (let i = 0; i + 1 < below.length; i += 2) up.push(nodeHash(below[i]!, below[i + 1]!));
-      levels[l] = Buffer.concat(up);
-      below = up;
-    }
-    tileNodes.set(data, levels);
-  }
+  if (!levels) tileNodes.set(data, (levels = tileLevels(data)));
   return levels[level]!.subarray(index * HASH_SIZE, (index + 1) * HASH_SIZE);
+}
+
+/** Levels 1..8 over a tile's hashes (full or partial), each level's complete subtrees concatenated; `[l]` for level l. */
+function tileLevels(data: Uint8Array): Buffer[] {
+  const levels: Buffer[] = [];
+  const width = Math.floor(data.length / HASH_SIZE);
+  let below: Buffer[] = [];
+  for (let i = 0; i < width; i++) below.push(Buffer.from(data.buffer, data.byteOffset + i * HASH_SIZE, HASH_SIZE));
+  for (let l = 1; l <= TILE_HEIGHT && below.length >= 2; l++) {
+    const up: Buffer[] = [];
+    for (let i = 0; i + 1 < below.length; i += 2) up.push(nodeHash(below[i]!, below[i + 1]!));
+    levels[l] = Buffer.concat(up);
+    below = up;
+  }
+  return levels;
 }
 
 /**

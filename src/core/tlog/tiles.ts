@@ -66,22 +66,6 @@ function keepTile(cache: TileCache, level: number, index: number, data: Buffer):
 }
 
 /**
- * The tiles `keys` (level, index pairs) in one query; a tile not stored is absent from the map.
- * `unnest` of two arrays (sent as text: the same on both drivers) joined on the primary key.
- */
-export async function readTiles(db: Query, keys: ReadonlyArray<readonly [number, number]>): Promise<Map<string, Buffer>> {
-  const out = new Map<string, Buffer>();
-  if (!keys.length) return out;
-  const rows = await db.query<{ level: number; idx: number | string; data: Uint8Array | string }>(
-    `SELECT t.level, t.idx, t.data FROM unnest($1::text::int2[], $2::text::int8[]) AS k(level, idx)
-       JOIN audit_tlog_tiles t ON t.level = k.level AND t.idx = k.idx`,
-    [`{${keys.map((k) => k[0]).join(',')}}`, `{${keys.map((k) => k[1]).join(',')}}`],
-  );
-  for (const r of rows) out.set(`${Number(r.level)}/${Number(r.idx)}`, asBuffer(r.data));
-  return out;
-}
-
-/**
  * Reads tiles through `db`; full ones come from (and go to) `cache`, the cache of that
  * database. With `size` (a tree size the caller reads no further than: a checkpoint's), a
  * partial tile is served from the cache too when the copy there already holds every hash of
