@@ -42,7 +42,7 @@ const layerRules = LAYERS.flatMap(({ dir, forbidden, why }) =>
 );
 
 export default tseslint.config(
-  { ignores: ['gen/**', 'clients/ts/src/gen/**', 'clients/ts/dist/**', '**/node_modules/**', '.svc-data/**', 'coverage/**'] },
+  { ignores: ['gen/**', 'dist/**', 'clients/ts/src/gen/**', 'clients/ts/dist/**', '**/node_modules/**', '.svc-data/**', 'coverage/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -5,6 +5,7 @@
  * smaller on PGlite and are labelled so.
  */
 import fs from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -21,8 +22,16 @@ const files = fs
   .filter((f) => only.length === 0 || only.some((o) => f.startsWith(o)))
   .sort();
 const real = !!process.env.DATABASE_URL;
+// The server processes the benchmarks start run what production runs: dist/, compiled by
+// `make build` (run here, a no-op when dist/ is current), unless SVC_SERVER says otherwise
+// (SVC_SERVER=tsx: the sources through tsx, as tests run them).
+process.env.SVC_SERVER ??= 'dist';
+if (process.env.SVC_SERVER === 'dist') {
+  const built = spawnSync('make', ['-s', 'build'], { cwd: path.resolve(dir, '..'), stdio: 'inherit' });
+  if (built.status !== 0) throw new Error('make build failed: the benchmarks run the compiled server (SVC_SERVER=tsx runs the sources)');
+}
 const b: Bench = { real, print: (line) => process.stdout.write(`${line}\n`) };
-b.print(`# svc benchmarks on ${real ? 'PostgreSQL (DATABASE_URL)' : 'PGlite (embedded; figures printed apart, not the targets)'}, ${new Date().toISOString()}`);
+b.print(`# svc benchmarks on ${real ? 'PostgreSQL (DATABASE_URL)' : 'PGlite (embedded; figures printed apart, not the targets)'}, ${new Date().toISOString()}, server processes run ${process.env.SVC_SERVER === 'dist' ? 'dist/ (make build)' : 'the sources through tsx'}`);
 for (const f of files) {
   b.print(`## ${f}`);
   const t0 = Date.now();

@@ -37,6 +37,11 @@ export interface ServerProcess {
 
 /** The Node flags `make run` starts the server with (Makefile NODE_FLAGS). */
 const NODE_FLAGS = ['--max-semi-space-size=32'];
+/**
+ * What the process runs: the sources through tsx (tests), or with SVC_SERVER=dist the compiled
+ * server that `make run`, the systemd units and `make bench` run (`make build` makes it).
+ */
+const ENTRY = process.env.SVC_SERVER === 'dist' ? ['dist/src/main.js'] : ['--import', 'tsx', 'src/main.ts'];
 
 /** Starts `src/main.ts api` (and `services`) against `databaseUrl` (svc_app) and waits until /health answers. */
 export async function spawnApi(
@@ -73,7 +78,7 @@ export async function spawnApi(
   const logFd = opts.logFile ? fs.openSync(opts.logFile, 'a') : null;
   const writer = logFd !== null && opts.logWriter ? spawn('cat', [], { stdio: ['pipe', logFd, 'ignore'] }) : null;
   const writerDone = writer ? new Promise<void>((resolve) => writer.once('exit', () => resolve())) : Promise.resolve();
-  const child = spawn(process.execPath, [...NODE_FLAGS, ...nodeArgs, '--import', 'tsx', 'src/main.ts', ...services], {
+  const child = spawn(process.execPath, [...NODE_FLAGS, ...nodeArgs, ...ENTRY, ...services], {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', writer ? writer.stdin! : (logFd ?? 'pipe')],
