@@ -21,9 +21,9 @@ import type { Bench } from './run.js';
 import { closedLoop, cpuSeconds, fmt, grpcFrame, httpCaller, startHelloWorld, type LoadResult } from './load-gen.js';
 import { h2loadGrpc, haveTool, wrkRun } from './external-load.js';
 import { ContextService } from '../gen/proto/context_pb.js';
-import { ADMIN_KEY, createTestDb, startTestStack, type TestDb } from '../test/harness.js';
+import { createTestDb, startTestStack, type TestDb } from '../test/harness.js';
 import { spawnApi } from '../test/audit/server-process.js';
-import { benchCorpusDir, publishCorpus } from '../test/fixtures/corpus.js';
+import { benchCorpusDir, caller, publishCorpus } from '../test/fixtures/corpus.js';
 import { verifyAuditChain } from '../src/core/audit/verify.js';
 import { systemClock } from '../src/shared/app-context.js';
 
@@ -32,19 +32,7 @@ const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? 'info';
 /** Server CPU per hello-world request in the last reference run (µs): a ratio that machine load distorts less than rates. */
 let helloCpuPerReq = NaN;
 
-type Call = (service: 'api', method: string, p: string, opts?: { body?: unknown; admin?: boolean; apiKey?: string }) => Promise<{ status: number; body: any }>;
-
-export function caller(base: string): Call {
-  return async (_s, method, p, o = {}) => {
-    const headers: Record<string, string> = {};
-    if (o.admin) headers['x-admin-key'] = ADMIN_KEY;
-    if (o.apiKey) headers['x-api-key'] = o.apiKey;
-    if (o.body !== undefined) headers['content-type'] = 'application/json';
-    const r = await fetch(base + p, { method, headers, body: o.body === undefined ? undefined : JSON.stringify(o.body) });
-    const text = await r.text();
-    return { status: r.status, body: text ? JSON.parse(text) : undefined };
-  };
-}
+type Call = ReturnType<typeof caller>;
 
 /** The benchmark agent (role:security, intent code_review) and its key. */
 export async function benchAgent(call: Call): Promise<string> {

@@ -2,7 +2,7 @@
  * The server as `make run` and the systemd units run it: dist/, compiled by `make build` (which
  * `make test` runs first). Every service starts from it in embedded mode and answers, and what
  * the compiled modules read beside them is found: the OpenAPI specs (request validation and the
- * API reference), the migrations, the console's assets.
+ * API reference), the migrations, the SCS JSON schemas, the console's assets.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -12,6 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ADMIN_KEY, JWT_SECRET } from '../harness.js';
+import { caller, publishCorpus } from '../fixtures/corpus.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const MAIN = path.join(ROOT, 'dist/src/main.js');
@@ -28,7 +29,7 @@ async function freePort(): Promise<number> {
 }
 
 describe('the built server (dist/)', () => {
-  it('starts every service, finds its specs, migrations and assets, and stops on SIGTERM with exit 0', { timeout: 120_000 }, async () => {
+  it('starts every service, finds its specs, migrations, schemas and assets, and stops on SIGTERM with exit 0', { timeout: 120_000 }, async () => {
     expect(fs.existsSync(MAIN), 'dist/src/main.js is missing: run make build (make test runs it)').toBe(true);
     const names = ['API_PORT', 'RULES_PORT', 'CONTEXT_GRPC_PORT', 'CONTEXT_WEBHOOK_PORT', 'TELEMETRY_PORT', 'COLLECTOR_PORT'] as const;
     const ports = Object.fromEntries(await Promise.all(names.map(async (n) => [n, await freePort()] as const))) as Record<(typeof names)[number], number>;
@@ -77,6 +78,10 @@ describe('the built server (dist/)', () => {
       // The migrations ran (an agent is stored and read back).
       const made = await fetch(`${api}/api/agents`, { method: 'POST', headers: { 'x-admin-key': ADMIN_KEY, 'content-type': 'application/json' }, body: JSON.stringify({ agent_id: 'agent:built-server', name: 'built server', role_id: 'role:nurse', allowed_intents: [] }) });
       expect(made.status).toBe(201);
+      // The SCS JSON schemas (read from beside the compiled module): the fixture corpus's
+      // bundles, their SCDs checked against them, are published and deployed.
+      const published = await publishCorpus(caller(api), { workload: 'W1' });
+      expect(published.allScdIds.length).toBeGreaterThan(0);
       // The console's assets (read from beside the compiled module).
       const css = await fetch(`${api}/console/assets/console.css`);
       expect(css.status).toBe(200);
