@@ -23,10 +23,13 @@ clients/ts/dist/.built: node_modules/.installed $(CLIENT_TS_SRC)
 
 install: node_modules/.installed clients/ts/dist/.built
 
-# V8's young generation at 32 MB per semi-space (default 16): a context request allocates
-# briskly and the smaller nursery was scavenged so often that it cost about a fifth of the
-# request's CPU. Tests and benchmarks that spawn the server pass the same flag.
-NODE_FLAGS := --max-semi-space-size=32
+# V8's young generation at 16 MB per semi-space, Node 20's default, named so that every place
+# that starts the server (the systemd units, tests, benchmarks) passes the same. It was 32 MB
+# when a smaller nursery cost about a fifth of a context request's CPU; on the tree of
+# 2026-11-27, four alternated pairs of the context benchmark gave REST W1 116-164 µs of CPU
+# a request at 16 MB against 143-204 at 32 (gRPC and W2 alike), and 16 MB keeps the process
+# about 30 MB smaller at rest and verify's peak 30-50 MB lower (README, Benchmarks).
+NODE_FLAGS := --max-semi-space-size=16
 
 # The server as it runs: src/ and gen/ compiled by tsc into dist/ (tsconfig.build.json), in
 # the same layout, so that each module finds spec/ and migrations/ where it looks for them

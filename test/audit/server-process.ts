@@ -36,7 +36,7 @@ export interface ServerProcess {
 }
 
 /** The Node flags `make run` starts the server with (Makefile NODE_FLAGS). */
-const NODE_FLAGS = ['--max-semi-space-size=32'];
+const NODE_FLAGS = ['--max-semi-space-size=16'];
 /**
  * What the process runs: the sources through tsx (tests), or with SVC_SERVER=dist the compiled
  * server that `make run`, the systemd units and `make bench` run (`make build` makes it).

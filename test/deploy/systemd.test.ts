@@ -40,7 +40,7 @@ describe('deploy/systemd units', () => {
   it.each(SERVICE_NAMES)('svc-%s.service: runs that service as svc with the environment file, hardened, restarted on failure', (service) => {
     const k = keys(unitFile(service));
     const one = (name: string) => k.get(name)?.[0];
-    expect(one('ExecStart')).toBe(`/usr/bin/node --max-semi-space-size=32 dist/src/main.js ${service}`);
+    expect(one('ExecStart')).toBe(`/usr/bin/node --max-semi-space-size=16 dist/src/main.js ${service}`);
     expect({ user: one('User'), group: one('Group'), env: one('EnvironmentFile'), restart: one('Restart'), dir: one('WorkingDirectory') }).toEqual({
       user: 'svc',
       group: 'svc',

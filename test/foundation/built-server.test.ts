@@ -34,7 +34,7 @@ describe('the built server (dist/)', () => {
     const names = ['API_PORT', 'RULES_PORT', 'CONTEXT_GRPC_PORT', 'CONTEXT_WEBHOOK_PORT', 'TELEMETRY_PORT', 'COLLECTOR_PORT'] as const;
     const ports = Object.fromEntries(await Promise.all(names.map(async (n) => [n, await freePort()] as const))) as Record<(typeof names)[number], number>;
     const data = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-built-'));
-    const child = spawn(process.execPath, ['--max-semi-space-size=32', MAIN], {
+    const child = spawn(process.execPath, ['--max-semi-space-size=16', MAIN], {
       cwd: ROOT,
       env: {
         PATH: process.env.PATH,
