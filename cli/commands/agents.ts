@@ -10,7 +10,7 @@ import { ApiError, call, withApiOptions } from '../lib/api.js';
 import { EXIT, usageError } from '../lib/errors.js';
 import { err, out } from '../lib/io.js';
 import { emit, fields, outputFormat, table, withOutputOption } from '../lib/output.js';
-import { admin, arg, clearable, pages, paging, text, texts, withPaging, withPrefix } from '../lib/resources.js';
+import { admin, agentId, clearable, pages, paging, text, texts, withPaging, withPrefix } from '../lib/resources.js';
 
 type Agent = ControlPlane.components['schemas']['Agent'];
 type ApiKey = ControlPlane.components['schemas']['ApiKey'];
@@ -28,7 +28,6 @@ const LIST_EDITS = [
 /** How many times `agents update` reads and writes again when the agent changed in between (412). */
 const UPDATE_ATTEMPTS = 5;
 
-const agentId = (v: unknown) => withPrefix('agent', arg(v, 'AGENT_ID'));
 const owner = (a: Agent) => (a.owner_name ? `${a.owner_id} (${a.owner_name})` : a.owner_id);
 
 const AGENT_COLUMNS: Array<[string, (a: Agent) => unknown]> = [

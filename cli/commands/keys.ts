@@ -9,7 +9,7 @@ import { call, withApiOptions } from '../lib/api.js';
 import { EXIT, usageError } from '../lib/errors.js';
 import { err, out } from '../lib/io.js';
 import { emit, fields, outputFormat, table, withOutputOption } from '../lib/output.js';
-import { admin, arg, parseDuration, text, texts, withPrefix } from '../lib/resources.js';
+import { admin, agentId, arg, parseDuration, text, texts } from '../lib/resources.js';
 import { KEY_COLUMNS } from './agents.js';
 
 type ApiKey = ControlPlane.components['schemas']['ApiKey'];
@@ -17,7 +17,6 @@ type Opts = Record<string, unknown>;
 
 export const KEYS_SUBCOMMANDS = ['create', 'list', 'get', 'revoke', 'rotate'];
 
-const agentId = (v: unknown) => withPrefix('agent', arg(v, 'AGENT_ID'));
 const keyId = (v: unknown) => arg(v, 'KEY_ID');
 const STORE = 'store it now: it is not shown again';
 

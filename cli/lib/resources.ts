@@ -53,6 +53,9 @@ export function arg(v: unknown, name: string): string {
   return s;
 }
 
+/** The AGENT_ID positional argument, `a1` or `agent:a1`, as the API's `agent:a1`. */
+export const agentId = (v: unknown): string => withPrefix('agent', arg(v, 'AGENT_ID'));
+
 const UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400, w: 604800 };
 
 /** `30d`, `12h`, `90m`, `3600s`, `2w` (or a bare number of seconds) -> seconds; anything else is exit 3. */

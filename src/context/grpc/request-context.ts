@@ -10,7 +10,6 @@ import { create, toBinary } from '@bufbuild/protobuf';
 import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
 import { Code, ConnectError, type ServiceImpl } from '@connectrpc/connect';
 import type { AppContext } from '../../shared/app-context.js';
-import { AppError } from '../../shared/errors.js';
 import type { ValidationIssue } from '../../shared/http/openapi-app.js';
 import {
   ContextExplanationSchema,
@@ -21,6 +20,7 @@ import {
   type RequestContextResponse,
 } from '../../../gen/proto/context_pb.js';
 import { requestContext, type ContextOutcome } from '../../core/context/request-context.js';
+import { connectError } from './errors.js';
 import type { ContextExplanation as Explanation } from '../../core/graph/explain.js';
 import type { SelectedContext } from '../../core/graph/select.js';
 
@@ -105,8 +105,7 @@ export async function callRequestContext(ctx: AppContext, req: RequestContextReq
     out = await requestContext(ctx, { requestId: randomUUID(), apiKey: req.apiKey, body, issues: issues.length ? issues : null, startedAt });
   } catch (e) {
     ctx.logger.error('context request failed', { error: e as Error });
-    if (e instanceof AppError && e.code === 'unavailable') throw new ConnectError(e.message, Code.Unavailable);
-    throw new ConnectError('Internal error', Code.Internal);
+    throw connectError(e);
   }
   if (!out.ok && out.code === 'REVISION_NOT_REACHED') {
     // Not in-band: ABORTED is HTTP 409 in the Connect protocol, as REST answers (audited already).

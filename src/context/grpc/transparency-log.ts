@@ -3,22 +3,20 @@
  * latest checkpoint and RFC 9162 proofs, the same as the control plane's REST routes, from
  * the same domain verbs (src/core/tlog/log.ts). Public, like the REST routes.
  */
-import { Code, ConnectError, type ServiceImpl } from '@connectrpc/connect';
+import type { ServiceImpl } from '@connectrpc/connect';
 import type { AppContext } from '../../shared/app-context.js';
 import { AppError } from '../../shared/errors.js';
 import type { TransparencyLogService } from '../../../gen/proto/context_pb.js';
 import { transparencyLog } from '../../core/tlog/log.js';
-
-const CODES: Partial<Record<AppError['code'], Code>> = { validation_error: Code.InvalidArgument, not_found: Code.NotFound, unavailable: Code.Unavailable };
+import { connectError, isRefusal } from './errors.js';
 
 /** A domain refusal as the gRPC code the proto names; anything else is logged and INTERNAL. */
 async function rpc<T>(ctx: AppContext, what: string, fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (e) {
-    if (e instanceof AppError && CODES[e.code] !== undefined) throw new ConnectError(e.message, CODES[e.code]);
-    ctx.logger.error(`transparency log ${what} failed`, { error: e as Error });
-    throw new ConnectError('Internal error', Code.Internal);
+    if (!isRefusal(e)) ctx.logger.error(`transparency log ${what} failed`, { error: e as Error });
+    throw connectError(e);
   }
 }
 
