@@ -12,6 +12,7 @@
  * delete or truncate audit records.
  */
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -226,4 +227,19 @@ async function bootTestStack(opts: StartOptions, timers: ReturnType<typeof openT
       if (leaks.length) throw new Error(`the test leaked (teardown check, test/leak-check.ts):\n - ${leaks.join('\n - ')}`);
     },
   };
+}
+
+/**
+ * A free loopback port, for a process or tool that must be told its port before it starts
+ * (a spawned server with several ports, caddy, redis-server); servers in this process use 0.
+ */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo;
+      s.close(() => resolve(port));
+    });
+  });
 }

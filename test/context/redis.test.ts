@@ -11,23 +11,13 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createTestDb, REAL_REDIS, startTestStack, type TestDb, type TestStack } from '../harness.js';
+import { createTestDb, freePort, REAL_REDIS, startTestStack, type TestDb, type TestStack } from '../harness.js';
 import { createRedisBroker } from '../../src/shared/broker.js';
 import { memoryLogger } from '../../src/shared/logger.js';
 import { agentWithKey, grpcClient, moveTag, SNAPSHOT, sleep, Stream, taggedBundle, UPDATE } from './fixtures.js';
 
 const HAVE_REDIS_SERVER = spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0;
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 async function pingable(port: number): Promise<boolean> {
   return new Promise((resolve) => {

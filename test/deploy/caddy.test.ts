@@ -9,14 +9,13 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import https from 'node:https';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createClient } from '@connectrpc/connect';
 import { createConnectTransport, createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_KEY, startTestStack, type TestStack } from '../harness.js';
+import { ADMIN_KEY, freePort, startTestStack, type TestStack } from '../harness.js';
 import { issueKey, makeAgent } from '../identity/fixtures.js';
 import { ContextService } from '../../gen/proto/context_pb.js';
 
@@ -24,17 +23,6 @@ const CADDYFILE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..
 const CADDY = [process.env.CADDY_PATH, '/usr/bin/caddy', '/usr/local/bin/caddy'].find((p): p is string => !!p && existsSync(p));
 if (!CADDY) console.warn('test/deploy/caddy.test.ts skipped: no caddy at $CADDY_PATH, /usr/bin/caddy or /usr/local/bin/caddy (make caddy installs Debian\'s caddy)');
 
-/** A free loopback port (for caddy, which cannot be told port 0 and report it). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 interface Answer {
   status: number;

@@ -6,27 +6,16 @@
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { ADMIN_KEY, JWT_SECRET } from '../harness.js';
+import { ADMIN_KEY, freePort, JWT_SECRET } from '../harness.js';
 import { caller, publishCorpus } from '../fixtures/corpus.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const MAIN = path.join(ROOT, 'dist/src/main.js');
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 describe('the built server (dist/)', () => {
   it('starts every service, finds its specs, migrations, schemas and assets, and stops on SIGTERM with exit 0', { timeout: 120_000 }, async () => {
