@@ -36,7 +36,7 @@ NODE_FLAGS := --max-semi-space-size=16
 # (dist/spec and dist/migrations link to them) and the SCS JSON schemas and the console's
 # assets beside it (copied).
 # Run through tsx instead, the process holds about 40 MB more (tsx's loader and the sources
-# it transformed): 243-249 against 202-203 MB at rest, measured 2026-11-27.
+# it transformed): 243-249 against 202-205 MB at rest, measured 2026-11-27.
 # Tests run the sources through tsx; the systemd units, make run and make bench run dist/.
 SERVER_SRC := $(shell find src gen -name '*.ts' -not -name '*.test.ts') $(shell find src/core/scs/schemas src/console/assets -type f) tsconfig.build.json tsconfig.json Makefile
 dist/.built: node_modules/.installed $(SERVER_SRC)

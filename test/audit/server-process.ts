@@ -12,7 +12,6 @@ import { ADMIN_KEY, freePort, JWT_SECRET, TLOG_KEY } from '../harness.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
-
 export interface ServerProcess {
   url: string;
   /** The gRPC context service's address (when started with 'context-grpc'). */
@@ -25,7 +24,7 @@ export interface ServerProcess {
 }
 
 /** The Node flags `make run` starts the server with (Makefile NODE_FLAGS). */
-const NODE_FLAGS = ['--max-semi-space-size=16'];
+export const NODE_FLAGS = ['--max-semi-space-size=16'];
 /**
  * What the process runs: the sources through tsx (tests), or with SVC_SERVER=dist the compiled
  * server that `make run`, the systemd units and `make bench` run (`make build` makes it).

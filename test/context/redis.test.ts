@@ -18,7 +18,6 @@ import { agentWithKey, grpcClient, moveTag, SNAPSHOT, sleep, Stream, taggedBundl
 
 const HAVE_REDIS_SERVER = spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0;
 
-
 async function pingable(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const sock = net.connect(port, '127.0.0.1');

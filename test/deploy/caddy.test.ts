@@ -23,7 +23,6 @@ const CADDYFILE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..
 const CADDY = [process.env.CADDY_PATH, '/usr/bin/caddy', '/usr/local/bin/caddy'].find((p): p is string => !!p && existsSync(p));
 if (!CADDY) console.warn('test/deploy/caddy.test.ts skipped: no caddy at $CADDY_PATH, /usr/bin/caddy or /usr/local/bin/caddy (make caddy installs Debian\'s caddy)');
 
-
 interface Answer {
   status: number;
   version: string;

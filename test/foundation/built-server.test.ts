@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ADMIN_KEY, freePort, JWT_SECRET } from '../harness.js';
 import { caller, publishCorpus } from '../fixtures/corpus.js';
+import { NODE_FLAGS } from '../audit/server-process.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const MAIN = path.join(ROOT, 'dist/src/main.js');
@@ -23,7 +24,7 @@ describe('the built server (dist/)', () => {
     const names = ['API_PORT', 'RULES_PORT', 'CONTEXT_GRPC_PORT', 'CONTEXT_WEBHOOK_PORT', 'TELEMETRY_PORT', 'COLLECTOR_PORT'] as const;
     const ports = Object.fromEntries(await Promise.all(names.map(async (n) => [n, await freePort()] as const))) as Record<(typeof names)[number], number>;
     const data = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-built-'));
-    const child = spawn(process.execPath, ['--max-semi-space-size=16', MAIN], {
+    const child = spawn(process.execPath, [...NODE_FLAGS, MAIN], {
       cwd: ROOT,
       env: {
         PATH: process.env.PATH,
@@ -58,18 +59,19 @@ describe('the built server (dist/)', () => {
       }
       // The spec is found: the edge validates against it (an unknown field in a body the spec
       // closes is a 400 validation_error) and the API reference serves it.
-      const bad = await fetch(`${api}/api/agents`, { method: 'POST', headers: { 'x-admin-key': ADMIN_KEY, 'content-type': 'application/json' }, body: '{"name": 7}' });
+      const call = caller(api);
+      const bad = await call('api', 'POST', '/api/agents', { admin: true, body: { name: 7 } });
       expect(bad.status).toBe(400);
-      expect(((await bad.json()) as { error: string }).error).toBe('validation_error');
+      expect(bad.body.error).toBe('validation_error');
       const spec = await fetch(`${api}/openapi.yaml`);
       expect(spec.status).toBe(200);
       expect(await spec.text()).toMatch(/^openapi: 3\.0\.3/);
-      // The migrations ran (an agent is stored and read back).
-      const made = await fetch(`${api}/api/agents`, { method: 'POST', headers: { 'x-admin-key': ADMIN_KEY, 'content-type': 'application/json' }, body: JSON.stringify({ agent_id: 'agent:built-server', name: 'built server', role_id: 'role:nurse', allowed_intents: [] }) });
+      // The migrations ran (an agent is stored).
+      const made = await call('api', 'POST', '/api/agents', { admin: true, body: { agent_id: 'agent:built-server', name: 'built server', role_id: 'role:nurse', allowed_intents: [] } });
       expect(made.status).toBe(201);
       // The SCS JSON schemas (read from beside the compiled module): the fixture corpus's
       // bundles, their SCDs checked against them, are published and deployed.
-      const published = await publishCorpus(caller(api), { workload: 'W1' });
+      const published = await publishCorpus(call, { workload: 'W1' });
       expect(published.allScdIds.length).toBeGreaterThan(0);
       // The console's assets (read from beside the compiled module).
       const css = await fetch(`${api}/console/assets/console.css`);
