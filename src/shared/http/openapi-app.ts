@@ -33,6 +33,7 @@ export type { ValidationIssue } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { requestIdOf } from '../request-id.js';
 import { httpRouteTimer, methodLabel, UNMATCHED_ROUTE, type HttpRouteTimer } from '../metrics.js';
+import { compileMatcher } from './operation-router.js';
 import { jsonTooDeep, mediaTypeDeclared, TOO_DEEP_ISSUE } from './wire-guards.js';
 import type { ErrorReply, Handlers, OperationsShape, UncheckedRequest, UncheckedResult, ValidationFailHandler } from './contract-types.js';
 
@@ -117,6 +118,8 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
   // call, several times per request; the definition never changes after init.
   const operations = api.router.getOperations();
   api.router.getOperations = () => operations;
+  // And it compiles every operation's path pattern on each match: compiled once here.
+  api.router.matchOperation = compileMatcher(api.router);
   // Loose views of the per-operation tables, for the routing below (keyed by operationId at run time).
   const handlers = opts.handlers as Record<string, AnyHandler<C> | undefined>;
   const validationFail = (opts.validationFail ?? {}) as Record<string, ((req: UncheckedRequest, ctx: C, errors: ValidationIssue[]) => Promise<UncheckedResult> | UncheckedResult) | undefined>;
