@@ -3,6 +3,8 @@
  * tag "Transparency log"): checkpoint, key, tiles, entry bundles, proofs, cosignatures.
  * Every failure is a CliError naming the URL and the HTTP status.
  */
+import http from 'node:http';
+import https from 'node:https';
 import { entriesPath, tilePath } from '../../src/core/tlog/tile-path.js';
 import { describeNetworkError, UnreachableError } from './api.js';
 import { CliError } from './errors.js';
@@ -26,7 +28,45 @@ function decodeHashes(v: unknown, what: string): Buffer[] {
 }
 
 export class TlogClient {
-  constructor(readonly conn: TlogConnection) {}
+  /**
+   * Tiles and entry bundles (`svc audit verify --since` reads a bundle of about 220 KB per
+   * 256 leaves, a few at once) come through node:http on kept-alive sockets, not fetch: fetch
+   * hands a body over through web streams, and for 800 such bodies it cost 2.1 s of CPU
+   * against 0.8 s (client and server in one process, measured alone).
+   */
+  private readonly agent: http.Agent;
+
+  constructor(readonly conn: TlogConnection) {
+    this.agent = conn.endpoint.startsWith('https:') ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
+  }
+
+  /** The body of a GET answered 200, as one Buffer; the same errors as ok(). */
+  private bytes(path: string, admin: boolean): Promise<Buffer> {
+    const url = new URL(`${this.conn.endpoint}${path}`);
+    const headers: Record<string, string> = { accept: 'application/octet-stream' };
+    if (admin && this.conn.adminKey) headers['x-admin-key'] = this.conn.adminKey;
+    const get = url.protocol === 'https:' ? https.get : http.get;
+    return new Promise<Buffer>((resolve, reject) => {
+      const unreachable = (e: unknown) => reject(new UnreachableError(url.href, describeNetworkError(e)));
+      const req = get(url, { agent: this.agent, headers, signal: AbortSignal.timeout(this.conn.timeoutMs ?? 30000) }, (res) => {
+        const parts: Buffer[] = [];
+        res.on('data', (d: Buffer) => parts.push(d));
+        res.on('error', unreachable);
+        res.on('end', () => {
+          const body = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+          if (res.statusCode === 200) return resolve(body);
+          const text = body.toString('utf8').slice(0, 300);
+          reject(new CliError(`GET ${this.conn.endpoint}${path}: HTTP ${res.statusCode}${text ? ` ${text}` : ''}${this.statusHint(res.statusCode ?? 0, admin)}`));
+        });
+      });
+      req.on('error', unreachable);
+    });
+  }
+
+  private statusHint(status: number, admin: boolean | undefined): string {
+    if (status !== 401 || !admin) return '';
+    return this.conn.adminKey ? ' (the admin key was refused)' : ' (an admin key is needed: --key or SVC_API_KEY)';
+  }
 
   private async request(path: string, init: { method?: string; body?: string; admin?: boolean; accept?: string; contentType?: string } = {}): Promise<Response> {
     const url = `${this.conn.endpoint}${path}`;
@@ -44,8 +84,7 @@ export class TlogClient {
     const res = await this.request(path, init);
     if (res.status === 200) return res;
     const text = (await res.text().catch(() => '')).slice(0, 300);
-    const hint = res.status === 401 && init.admin ? (this.conn.adminKey ? ' (the admin key was refused)' : ' (an admin key is needed: --key or SVC_API_KEY)') : '';
-    throw new CliError(`GET ${this.conn.endpoint}${path}: HTTP ${res.status}${text ? ` ${text}` : ''}${hint}`);
+    throw new CliError(`GET ${this.conn.endpoint}${path}: HTTP ${res.status}${text ? ` ${text}` : ''}${this.statusHint(res.status, init.admin)}`);
   }
 
   async checkpoint(): Promise<string> {
@@ -58,7 +97,7 @@ export class TlogClient {
 
   /** A hash tile (width 256 or absent: full). */
   async hashTile(level: number, index: number, width?: number): Promise<Buffer> {
-    const data = Buffer.from(await (await this.ok(`/api/audit/tlog/${tilePath(level, index, width)}`)).arrayBuffer());
+    const data = await this.bytes(`/api/audit/tlog/${tilePath(level, index, width)}`, false);
     const want = (width ?? 256) * 32;
     if (data.length !== want) throw new CliError(`tile ${tilePath(level, index, width)}: ${data.length} bytes, want ${want}`);
     return data;
@@ -66,7 +105,7 @@ export class TlogClient {
 
   /** An entry bundle (admin key). */
   async entryBundle(index: number, width?: number): Promise<Buffer> {
-    return Buffer.from(await (await this.ok(`/api/audit/tlog/${entriesPath(index, width)}`, { admin: true })).arrayBuffer());
+    return this.bytes(`/api/audit/tlog/${entriesPath(index, width)}`, true);
   }
 
   async inclusionProof(q: { leafIndex?: number; requestId?: string; treeSize: number }): Promise<InclusionProofBody> {
