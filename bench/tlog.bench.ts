@@ -358,6 +358,7 @@ async function verifySinceBench(b: Bench): Promise<void> {
       b.print(`${fmt((n - FIRST) / r.seconds)} leaves/s (${fmt(r.seconds, 2)} s) | svc audit verify --since, child process wall time, Node and tsx start-up included; ${status} | ${where} | target >= 500,000 leaves/s`);
       if (own) b.print(`${own[3]} leaves/s (${own[2]} s) | the same, the CLI's own figure (entry bundles fetched and rechecked, root recomputed; after the checkpoint and consistency proof) | ${where} | target >= 500,000 leaves/s`);
       b.print(`${fmt(r.cpuS, 2)} s CPU in the CLI process, ${fmt(cpuSeconds(proc.child.pid!) - cpu0, 2)} s CPU in the server process, during the verify (user + system; where the time goes) | ${where}`);
+      if (r.code !== 0) b.print(`the server's log, last 4,000 characters (the verify failed): ${proc.output().slice(-4000)}`);
       b.print(`${fmt(r.peakMb)} MB | peak RSS of the svc audit verify process (${r.how}) | ${where} | target < 256 MB`);
     } finally {
       await proc.stop();

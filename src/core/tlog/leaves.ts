@@ -208,7 +208,15 @@ async function readLeavesByCopy(db: Db, from: number, to: number): Promise<Leaf[
   const othersP = othersIn(db, from, to);
   othersP.catch(() => {}); // awaited below
   if (db.raw) {
-    await forEachCopyBinaryRow(await db.raw.unsafe(query).readable(), N_CHECK_COLUMNS, row);
+    // On a connection of its own: when every pooled connection is busy, postgres.js queues
+    // the next query on a busy one, and on one streaming a COPY that query fails
+    // (COPY_IN_PROGRESS): an entry bundle asked while others were read answered 500.
+    const conn = await db.raw.reserve();
+    try {
+      await forEachCopyBinaryRow(await conn.unsafe(query).readable(), N_CHECK_COLUMNS, row);
+    } finally {
+      conn.release();
+    }
   } else {
     const res = await db.pglite!.query(query.replace('TO STDOUT', "TO '/dev/blob'"));
     const reader = new CopyBinaryReader(N_CHECK_COLUMNS, row);
