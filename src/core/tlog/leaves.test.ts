@@ -265,7 +265,8 @@ describe('readLeaves on PostgreSQL: its COPY on a connection of its own', () => 
   // benchmark saw entry bundles answer 500 in 4 of about 40 runs of `svc audit verify --since`,
   // and a loop of queries beside four COPY streams on a pool of two met it 47 times in 315.
   // The race needs a query dispatched between two reads of one COPY's stream, which this test
-  // cannot bring about at will: it checks that readLeaves sends no COPY through the pool.
+  // cannot bring about at will: it checks that readLeaves sends no COPY through the pool, on
+  // a pool of one (the reserved connection must be given back before the other reads need it).
   it('reserves a connection for the COPY and gives it back; reads at once with other queries agree', { timeout: 120_000 }, async () => {
     const { createTestDb, DB_PASSWORD, REAL, testEnv } = await import('../../../test/harness.js');
     if (!REAL) return console.log('skipped: PostgreSQL only (DATABASE_URL with SVC_TEST_REAL=1); PGlite has one connection and no pool');
@@ -278,7 +279,7 @@ describe('readLeaves on PostgreSQL: its COPY on a connection of its own', () => 
     const { loadConfig } = await import('../../shared/config.js');
     const { randomUUID } = await import('node:crypto');
     const t = await createTestDb();
-    const small = await openDb({ url: t.appUrl!, password: DB_PASSWORD, max: 2 });
+    const small = await openDb({ url: t.appUrl!, password: DB_PASSWORD, max: 1 });
     try {
       await ensureGenesis(t.db, randomUUID(), systemClock);
       const w = new AuditWriter({ db: t.db, clock: systemClock, logger: memoryLogger() });

@@ -205,23 +205,25 @@ async function readLeavesByCopy(db: Db, from: number, to: number): Promise<Leaf[
   const row = (buf: Buffer, f: Int32Array): void => {
     requests.push({ leaf_index: f[33] === 8 ? int64(buf, f[32]!) : NaN, data: writer.leafData(buf, f) });
   };
+  // On PostgreSQL the COPY runs on a connection of its own, taken before the other queries
+  // so that it starts at once, and given back as soon as it ends (they may wait for it on a
+  // pool of one): when every pooled connection is busy, postgres.js queues the next query on
+  // a busy one, and on one streaming a COPY that query fails (COPY_IN_PROGRESS): entry
+  // bundles asked together answered 500 now and then.
+  const conn = db.raw ? await db.raw.reserve() : null;
   const othersP = othersIn(db, from, to);
   othersP.catch(() => {}); // awaited below
-  if (db.raw) {
-    // On a connection of its own: when every pooled connection is busy, postgres.js queues
-    // the next query on a busy one, and on one streaming a COPY that query fails
-    // (COPY_IN_PROGRESS): an entry bundle asked while others were read answered 500.
-    const conn = await db.raw.reserve();
-    try {
+  try {
+    if (conn) {
       await forEachCopyBinaryRow(await conn.unsafe(query).readable(), N_CHECK_COLUMNS, row);
-    } finally {
-      conn.release();
+    } else {
+      const res = await db.pglite!.query(query.replace('TO STDOUT', "TO '/dev/blob'"));
+      const reader = new CopyBinaryReader(N_CHECK_COLUMNS, row);
+      reader.push(Buffer.from(await res.blob!.arrayBuffer()));
+      reader.end();
     }
-  } else {
-    const res = await db.pglite!.query(query.replace('TO STDOUT', "TO '/dev/blob'"));
-    const reader = new CopyBinaryReader(N_CHECK_COLUMNS, row);
-    reader.push(Buffer.from(await res.blob!.arrayBuffer()));
-    reader.end();
+  } finally {
+    conn?.release();
   }
   const others = await othersP;
   // The records leafData leaves to the general way, one by one (rare: see leafData).
