@@ -243,3 +243,19 @@ export function freePort(): Promise<number> {
     });
   });
 }
+
+/** Starts `server` on a free loopback port; resolves to its base URL. */
+export function listenLoopback(server: net.Server): Promise<string> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as net.AddressInfo).port}`));
+  });
+}
+
+/** Closes HTTP servers started for a test, their open connections first. */
+export async function closeServers(servers: Array<{ closeAllConnections(): void; close(cb: () => void): unknown }>): Promise<void> {
+  for (const s of servers) {
+    s.closeAllConnections();
+    await new Promise<void>((r) => s.close(() => r()));
+  }
+}

@@ -3,13 +3,13 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiError, call, cliFetch, connection, controlPlane, describeNetworkError, detailLines, UnreachableError, type Connection } from './api.js';
 import { EXIT } from './errors.js';
+import { closeServers, listenLoopback } from '../../test/harness.js';
 
 /** Real loopback servers: one answering a spec error body, one that never answers. */
 describe('cli/lib/api: how the CLI reports what the API said, and what nothing said', () => {
   const servers: Server[] = [];
   let answering = '';
   let silent = '';
-  const listen = (s: Server) => new Promise<string>((res) => s.listen(0, '127.0.0.1', () => res(`http://127.0.0.1:${(s.address() as AddressInfo).port}`)));
   beforeAll(async () => {
     const a = createServer((req, res) => {
       if (req.url === '/api/agents/ghost') {
@@ -20,15 +20,10 @@ describe('cli/lib/api: how the CLI reports what the API said, and what nothing s
     });
     const s = createServer(() => { /* never answers */ });
     servers.push(a, s);
-    answering = await listen(a);
-    silent = await listen(s);
+    answering = await listenLoopback(a);
+    silent = await listenLoopback(s);
   });
-  afterAll(async () => {
-    for (const s of servers) {
-      s.closeAllConnections();
-      await new Promise((r) => s.close(r));
-    }
-  });
+  afterAll(() => closeServers(servers));
 
   const conn = (endpoint: string, timeoutMs = 30000): Connection => ({ endpoint, adminKey: 'admin-key-for-this-test-1234', timeoutMs });
 

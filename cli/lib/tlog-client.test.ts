@@ -1,7 +1,6 @@
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../test/harness.js';
+import { closeServers, freePort, listenLoopback } from '../../test/harness.js';
 import { UnreachableError } from './api.js';
 import { EXIT } from './errors.js';
 import { TlogClient } from './tlog-client.js';
@@ -17,7 +16,6 @@ describe('cli/lib/tlog-client: tiles and entry bundles', () => {
   const bundle = Buffer.alloc(300_000);
   for (let i = 0; i < bundle.length; i++) bundle[i] = (i * 7) & 0xff;
   const tile = Buffer.alloc(256 * 32, 1);
-  const listen = (s: Server) => new Promise<string>((res) => s.listen(0, '127.0.0.1', () => res(`http://127.0.0.1:${(s.address() as AddressInfo).port}`)));
 
   beforeAll(async () => {
     const a = createServer((req, res) => {
@@ -36,15 +34,10 @@ describe('cli/lib/tlog-client: tiles and entry bundles', () => {
     a.on('connection', () => connections++);
     const s = createServer(() => { /* never answers */ });
     servers.push(a, s);
-    answering = await listen(a);
-    silent = await listen(s);
+    answering = await listenLoopback(a);
+    silent = await listenLoopback(s);
   });
-  afterAll(async () => {
-    for (const s of servers) {
-      s.closeAllConnections();
-      await new Promise((r) => s.close(r));
-    }
-  });
+  afterAll(() => closeServers(servers));
 
   it('returns the bytes, sends the admin key only for entry bundles, and reuses the connection', async () => {
     const c = new TlogClient({ endpoint: answering, adminKey: 'the-admin-key' });
