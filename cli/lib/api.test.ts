@@ -1,9 +1,8 @@
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiError, call, cliFetch, connection, controlPlane, describeNetworkError, detailLines, UnreachableError, type Connection } from './api.js';
 import { EXIT } from './errors.js';
-import { closeServers, listenLoopback } from '../../test/harness.js';
+import { closeServers, freePort, listenLoopback } from '../../test/harness.js';
 
 /** Real loopback servers: one answering a spec error body, one that never answers. */
 describe('cli/lib/api: how the CLI reports what the API said, and what nothing said', () => {
@@ -46,12 +45,7 @@ describe('cli/lib/api: how the CLI reports what the API said, and what nothing s
   });
 
   it('nothing answering is exit 5, naming the endpoint and the cause: refused, timed out, DNS, TLS', async () => {
-    const closed = await new Promise<number>((res) => {
-      const s = createServer().listen(0, '127.0.0.1', () => {
-        const { port } = s.address() as AddressInfo;
-        s.close(() => res(port));
-      });
-    });
+    const closed = await freePort();
     const attempt = async (c: Connection) => cliFetch(c)(`${c.endpoint}/api/health`).then(() => null, (e: unknown) => e);
     const refused = await attempt(conn(`http://127.0.0.1:${closed}`));
     expect(refused).toBeInstanceOf(UnreachableError);

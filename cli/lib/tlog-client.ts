@@ -35,46 +35,53 @@ export class TlogClient {
    * against 0.8 s (client and server in one process, measured alone).
    */
   private readonly agent: http.Agent;
+  private readonly get: typeof http.get;
 
   constructor(readonly conn: TlogConnection) {
-    this.agent = conn.endpoint.startsWith('https:') ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
+    const tls = conn.endpoint.startsWith('https:');
+    this.agent = tls ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
+    this.get = tls ? https.get : http.get;
+  }
+
+  private signal(): AbortSignal {
+    return AbortSignal.timeout(this.conn.timeoutMs ?? 30000);
+  }
+
+  private headers(accept: string, admin: boolean | undefined): Record<string, string> {
+    return admin && this.conn.adminKey ? { accept, 'x-admin-key': this.conn.adminKey } : { accept };
+  }
+
+  /** A GET answered other than 200: the URL, the status, the start of the body, and what to do about a refused key. */
+  private refusal(path: string, status: number, text: string, admin: boolean | undefined): CliError {
+    const hint = status !== 401 || !admin ? '' : this.conn.adminKey ? ' (the admin key was refused)' : ' (an admin key is needed: --key or SVC_API_KEY)';
+    return new CliError(`GET ${this.conn.endpoint}${path}: HTTP ${status}${text ? ` ${text}` : ''}${hint}`);
   }
 
   /** The body of a GET answered 200, as one Buffer; the same errors as ok(). */
   private bytes(path: string, admin: boolean): Promise<Buffer> {
     const url = new URL(`${this.conn.endpoint}${path}`);
-    const headers: Record<string, string> = { accept: 'application/octet-stream' };
-    if (admin && this.conn.adminKey) headers['x-admin-key'] = this.conn.adminKey;
-    const get = url.protocol === 'https:' ? https.get : http.get;
     return new Promise<Buffer>((resolve, reject) => {
       const unreachable = (e: unknown) => reject(new UnreachableError(url.href, describeNetworkError(e)));
-      const req = get(url, { agent: this.agent, headers, signal: AbortSignal.timeout(this.conn.timeoutMs ?? 30000) }, (res) => {
+      const req = this.get(url, { agent: this.agent, headers: this.headers('application/octet-stream', admin), signal: this.signal() }, (res) => {
         const parts: Buffer[] = [];
         res.on('data', (d: Buffer) => parts.push(d));
         res.on('error', unreachable);
         res.on('end', () => {
           const body = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
-          if (res.statusCode === 200) return resolve(body);
-          const text = body.toString('utf8').slice(0, 300);
-          reject(new CliError(`GET ${this.conn.endpoint}${path}: HTTP ${res.statusCode}${text ? ` ${text}` : ''}${this.statusHint(res.statusCode ?? 0, admin)}`));
+          if (res.statusCode === 200) resolve(body);
+          else reject(this.refusal(path, res.statusCode ?? 0, body.toString('utf8').slice(0, 300), admin));
         });
       });
       req.on('error', unreachable);
     });
   }
 
-  private statusHint(status: number, admin: boolean | undefined): string {
-    if (status !== 401 || !admin) return '';
-    return this.conn.adminKey ? ' (the admin key was refused)' : ' (an admin key is needed: --key or SVC_API_KEY)';
-  }
-
   private async request(path: string, init: { method?: string; body?: string; admin?: boolean; accept?: string; contentType?: string } = {}): Promise<Response> {
     const url = `${this.conn.endpoint}${path}`;
-    const headers: Record<string, string> = { accept: init.accept ?? '*/*' };
-    if (init.admin && this.conn.adminKey) headers['x-admin-key'] = this.conn.adminKey;
+    const headers = this.headers(init.accept ?? '*/*', init.admin);
     if (init.contentType) headers['content-type'] = init.contentType;
     try {
-      return await fetch(url, { method: init.method ?? 'GET', headers, body: init.body, signal: AbortSignal.timeout(this.conn.timeoutMs ?? 30000) });
+      return await fetch(url, { method: init.method ?? 'GET', headers, body: init.body, signal: this.signal() });
     } catch (e) {
       throw new UnreachableError(url, describeNetworkError(e));
     }
@@ -83,8 +90,7 @@ export class TlogClient {
   private async ok(path: string, init: Parameters<TlogClient['request']>[1] = {}): Promise<Response> {
     const res = await this.request(path, init);
     if (res.status === 200) return res;
-    const text = (await res.text().catch(() => '')).slice(0, 300);
-    throw new CliError(`GET ${this.conn.endpoint}${path}: HTTP ${res.status}${text ? ` ${text}` : ''}${this.statusHint(res.status, init.admin)}`);
+    throw this.refusal(path, res.status, (await res.text().catch(() => '')).slice(0, 300), init.admin);
   }
 
   async checkpoint(): Promise<string> {

@@ -1,9 +1,9 @@
 /**
  * openapi-backend's route matching, compiled once. Its `OpenAPIRouter.matchOperation` builds
  * a RegExp for every operation of the contract on every call whose path is not an operation's
- * exact path: on the control plane's 62 operations that is 114-138 µs for a templated GET
- * (`/api/agents/{agent_id}`, a tile) and 200 µs for a method the exact path lacks, measured
- * alone on this machine, and the edge matches once or twice a request.
+ * exact path: on the control plane's 62 operations that is 114-181 µs for a templated GET
+ * (`/api/agents/{agent_id}`, a tile; two runs) and 200 µs for a method the exact path lacks,
+ * measured alone on this machine, and the edge matches once or twice a request.
  *
  * `compileMatcher` keeps the library's normalization (its `normalizeRequest`,
  * `isUnderApiRoot` and `normalizePath`), its order (an operation on the exact path and
