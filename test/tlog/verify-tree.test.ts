@@ -13,7 +13,8 @@ import { transparencyLog } from '../../src/core/tlog/log.js';
 import { verifyAuditChain } from '../../src/core/audit/verify.js';
 import { verifyTree } from '../../src/core/tlog/verify-tree.js';
 import { readLeaves } from '../../src/core/tlog/leaves.js';
-import { leafHash } from '../../src/core/tlog/merkle.js';
+import { leafHash, tileInnerNodes } from '../../src/core/tlog/merkle.js';
+import { asBuffer } from '../../src/core/tlog/tiles.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 let db: TestDb;
@@ -179,6 +180,35 @@ describe("the tree check and full tiles' stored inner nodes (migration 0017)", (
       for (const r of await check(t2)) expect(r).toMatchObject({ status: 'ok', tampered_at_leaf: null });
     } finally {
       await db2.owner.query('UPDATE audit_tlog_tiles SET nodes = $1 WHERE level = 0 AND idx = 0', [saved!.nodes]);
+    }
+    for (const r of await check(t2)) expect(r).toMatchObject({ status: 'ok', tampered_at_leaf: null });
+  });
+
+  it('finds a management event in the full tile changed, with its tile entry and inner nodes rewritten to match: the checkpoint disagrees', async () => {
+    // Whole tiles are hashed at once in verify's pages (fullTileNodes), leaf by leaf in pages of 3: both reach the root.
+    const [ev] = await db2.owner.query<{ i: number; actor: string }>('SELECT leaf_index::int AS i, actor FROM audit_management_events ORDER BY leaf_index LIMIT 1');
+    expect(ev!.i).toBeLessThan(256);
+    const [saved] = await db2.owner.query<{ data: Uint8Array | string; nodes: Uint8Array | string }>('SELECT data, nodes FROM audit_tlog_tiles WHERE level = 0 AND idx = 0');
+    const [size] = await db2.owner.query<{ n: number }>('SELECT max(tree_size)::int AS n FROM audit_tlog_checkpoints');
+    await db2.owner.exec('ALTER TABLE audit_management_events DISABLE TRIGGER USER');
+    await db2.owner.exec(`UPDATE audit_management_events SET actor = 'someone' WHERE leaf_index = ${ev!.i}`);
+    const [leaf] = await readLeaves(db2.owner, ev!.i, 1);
+    const tile = Buffer.from(asBuffer(saved!.data));
+    leafHash(leaf!.data).copy(tile, 32 * ev!.i);
+    await db2.owner.exec('ALTER TABLE audit_tlog_tiles DISABLE TRIGGER USER');
+    await db2.owner.query('UPDATE audit_tlog_tiles SET data = $1, nodes = $2 WHERE level = 0 AND idx = 0', [tile, tileInnerNodes(tile).nodes]);
+    await db2.owner.exec('ALTER TABLE audit_tlog_tiles ENABLE TRIGGER USER');
+    try {
+      for (const r of await check(t2)) {
+        expect(r).toMatchObject({ status: 'tampered', tampered_at_leaf: null });
+        expect(r.error).toMatch(new RegExp(`root at the checkpoint's tree size ${size!.n} is not the checkpoint's root`));
+      }
+    } finally {
+      await db2.owner.exec('ALTER TABLE audit_tlog_tiles DISABLE TRIGGER USER');
+      await db2.owner.query('UPDATE audit_tlog_tiles SET data = $1, nodes = $2 WHERE level = 0 AND idx = 0', [saved!.data, saved!.nodes]);
+      await db2.owner.exec('ALTER TABLE audit_tlog_tiles ENABLE TRIGGER USER');
+      await db2.owner.query('UPDATE audit_management_events SET actor = $1 WHERE leaf_index = $2', [ev!.actor, ev!.i]);
+      await db2.owner.exec('ALTER TABLE audit_management_events ENABLE TRIGGER USER');
     }
     for (const r of await check(t2)) expect(r).toMatchObject({ status: 'ok', tampered_at_leaf: null });
   });

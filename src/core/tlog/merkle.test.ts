@@ -16,6 +16,7 @@ import {
   rootHash,
   subtreeHash,
   tileInnerNodes,
+  fullTileNodes,
   tileNodeOffset,
   verifyConsistency,
   verifyInclusion,
@@ -217,6 +218,13 @@ describe('appendLeaves + rootHash', () => {
       }
     }
     expect(() => tileInnerNodes(tile.subarray(32))).toThrow(RangeError);
+    // fullTileNodes: the same 254 nodes and then the root, from a tile anywhere in a buffer (a Uint8Array too).
+    const within = Buffer.concat([Buffer.alloc(96, 7), tile, Buffer.alloc(5)]);
+    const out = fullTileNodes(new Uint8Array(within.buffer, within.byteOffset, within.length), 96, Buffer.alloc(255 * 32, 0xff));
+    expect(out.subarray(0, 254 * 32)).toEqual(nodes);
+    expect(out.subarray(254 * 32)).toEqual(root);
+    expect(() => fullTileNodes(within, 97 + 32, Buffer.alloc(255 * 32))).toThrow(RangeError);
+    expect(() => fullTileNodes(within, 96, Buffer.alloc(254 * 32))).toThrow(RangeError);
     // appendLeaves: the nodes come with a level-0 tile as it fills, and only then; not above level 0.
     const grown = appendLeaves(0, new Map(), leaves(0, 65_536 + 300)).tiles;
     const withNodes = grown.filter((t) => t.nodes);

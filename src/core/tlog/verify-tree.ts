@@ -21,7 +21,7 @@ import type { Db } from '../db/index.js';
 import type { LeafFailure } from '../audit/chain-check.js';
 import { LEGACY_SENTINEL } from '../audit/hash.js';
 import { leafCount, readLeaves } from './leaves.js';
-import { EMPTY_ROOT, HASH_SIZE, leafHash, nodeHash, TILE_HEIGHT, TILE_WIDTH, tileNodeOffset } from './merkle.js';
+import { EMPTY_ROOT, FULL_TILE_NODES_BYTES, fullTileNodes, HASH_SIZE, leafHash, nodeHash, TILE_HEIGHT, TILE_NODES_BYTES, TILE_WIDTH, tileNodeOffset } from './merkle.js';
 import { asBuffer, treeState } from './tiles.js';
 import { latestCheckpoint, transparencyLog } from './log.js';
 import { openNote } from './note.js';
@@ -36,21 +36,23 @@ class CompactRange {
   private peaks: Buffer[] = [];
   size = 0;
   /**
-   * Appends a leaf hash (copied when kept: the caller may reuse its bytes); `onNode` sees each
-   * subtree hash this completes (its height, index at that height and hash).
+   * Appends a leaf hash, or (`height`) the hash of a perfect subtree of 2^height leaves when
+   * the size is a multiple of 2^height (copied when kept: the caller may reuse its bytes);
+   * `onNode` sees each subtree hash this completes (its height, index at that height and hash).
    */
-  push(h: Buffer, onNode?: (height: number, index: number, hash: Buffer) => void): void {
-    let k = this.size;
-    if (!(k & 1)) h = Buffer.from(h);
-    let height = 0;
-    while (k & 1) {
+  push(h: Buffer, onNode?: (height: number, index: number, hash: Buffer) => void, height = 0): void {
+    const span = 2 ** height;
+    let k = this.size / span;
+    if (!Number.isInteger(k)) throw new RangeError(`a subtree of ${span} leaves cannot follow ${this.size} leaves`);
+    if (k % 2 === 0) h = Buffer.from(h);
+    while (k % 2 === 1) {
       h = nodeHash(this.peaks.pop()!, h);
-      k >>= 1;
+      k = (k - 1) / 2;
       height++;
       onNode?.(height, k, h);
     }
     this.peaks.push(h);
-    this.size++;
+    this.size += span;
   }
   root(): Buffer {
     if (!this.peaks.length) return EMPTY_ROOT;
@@ -125,15 +127,27 @@ async function walkTree(
   const range = new CompactRange();
   const rootMismatch = () => ({ leaf: null, error: `the records' root at the checkpoint's tree size ${checkpoint!.treeSize} is not the checkpoint's root: a record before it was changed` });
   const hashes = Buffer.alloc(page * HASH_SIZE);
-  for (let from = 0; from < count; from += page) {
+  const tileNodes = Buffer.alloc(FULL_TILE_NODES_BYTES);
+  // Each page's two queries are sent before the page before it is checked, so that PostgreSQL
+  // reads the next page while this process hashes the last (the check waited for the
+  // database for about a third of its time, 1.2 of 4 s at 1,000,000 leaves).
+  const readPage = (from: number) => {
     const to = Math.min(from + page, count);
-    const [[row], tiles] = await Promise.all([
+    const p = Promise.all([
       db.query<{ b: Uint8Array | string | null }>(PAGE_QUERY, [from, to]),
       db.query<{ idx: number | string; data: Uint8Array | string; nodes: Uint8Array | string | null }>(
         'SELECT idx, data, nodes FROM audit_tlog_tiles WHERE level = 0 AND idx >= $1 AND idx < $2 ORDER BY idx',
         [Math.floor(from / TILE_WIDTH), Math.ceil(Math.min(to, treeSize) / TILE_WIDTH)],
       ),
     ]);
+    p.catch(() => {}); // awaited in turn; not an unhandled rejection when an earlier page fails
+    return p;
+  };
+  let next = count > 0 ? readPage(0) : null;
+  for (let from = 0; from < count; from += page) {
+    const to = Math.min(from + page, count);
+    const [[row], tiles] = await next!;
+    next = to < count ? readPage(to) : null;
     const blob = row?.b == null ? Buffer.alloc(0) : asBuffer(row.b);
     const n = blob.length / ENTRY;
     // Indexes in order, each once; the leaves with no stored hash, in runs.
@@ -187,10 +201,24 @@ async function walkTree(
         badNode = { leaf: first, error: `tile ${tile}: the stored inner node over leaves ${first}-${first + 2 ** height - 1} is not their hash (the tree was changed)` };
       }
     };
-    for (let k = 0; k < to - from; k++) {
+    for (let k = 0; k < to - from; ) {
       if (checkpoint && range.size === checkpoint.treeSize && !range.root().equals(checkpoint.root)) return rootMismatch();
+      // A whole level-0 tile in the page, the checkpoint's size not inside it: its inner nodes
+      // hashed at once (fullTileNodes), compared with the stored ones in one go, and its root
+      // appended. Else, or when they differ (to name the first node that does), leaf by leaf.
+      const i = from + k;
+      if (i % TILE_WIDTH === 0 && k + TILE_WIDTH <= to - from && !(checkpoint && checkpoint.treeSize > i && checkpoint.treeSize < i + TILE_WIDTH)) {
+        fullTileNodes(hashes, k * HASH_SIZE, tileNodes);
+        const stored = nodes.get(i / TILE_WIDTH);
+        if (!stored || (stored.length === TILE_NODES_BYTES && stored.compare(tileNodes, 0, TILE_NODES_BYTES) === 0)) {
+          range.push(tileNodes.subarray(TILE_NODES_BYTES), undefined, TILE_HEIGHT);
+          k += TILE_WIDTH;
+          continue;
+        }
+      }
       range.push(hashes.subarray(k * HASH_SIZE, (k + 1) * HASH_SIZE), nodes.size ? checkNode : undefined);
       if (badNode) return badNode;
+      k++;
     }
   }
   if (checkpoint && range.size === checkpoint.treeSize && !range.root().equals(checkpoint.root)) return rootMismatch();
