@@ -77,12 +77,12 @@ async function log(): Promise<{ db: TestDb; t: TestStack }> {
   return { db, t };
 }
 
-/** The tree check as GET /api/audit/verify makes it, and in pages of 3 leaves. */
+/** The tree check as GET /api/audit/verify makes it, in pages of 3 leaves, and in one page answered in rows of 5 leaves. */
 async function check(t: TestStack): Promise<Array<{ status: string; tampered_at_leaf: number | null; error: string | null }>> {
   const v = await t.call('api', 'GET', '/api/audit/verify', { admin: true });
   expect(v.status).toBe(200);
   const { leafFailure } = await verifyAuditChain(t.ctx);
-  return [v.body.transparency_log, await verifyTree(t.ctx, leafFailure, 3)];
+  return [v.body.transparency_log, await verifyTree(t.ctx, leafFailure, 3), await verifyTree(t.ctx, leafFailure, undefined, 5)];
 }
 
 describe('the tree check of GET /api/audit/verify', () => {
@@ -185,7 +185,7 @@ describe("the tree check and full tiles' stored inner nodes (migration 0017)", (
   });
 
   it('finds a management event in the full tile changed, with its tile entry and inner nodes rewritten to match: the checkpoint disagrees', async () => {
-    // Whole tiles are hashed at once in verify's pages (fullTileNodes), leaf by leaf in pages of 3: both reach the root.
+    // Whole tiles are hashed at once in verify's pages (fullTileNodes), leaf by leaf in pages of 3: each way reaches the root.
     const [ev] = await db2.owner.query<{ i: number; actor: string }>('SELECT leaf_index::int AS i, actor FROM audit_management_events ORDER BY leaf_index LIMIT 1');
     expect(ev!.i).toBeLessThan(256);
     const [saved] = await db2.owner.query<{ data: Uint8Array | string; nodes: Uint8Array | string }>('SELECT data, nodes FROM audit_tlog_tiles WHERE level = 0 AND idx = 0');
