@@ -29,6 +29,16 @@ afterAll(async () => {
 
 const TABLES = ['agent_context_requests', 'agent_output_logs', 'audit_management_events', 'audit_tlog_tiles'];
 
+/** As `owner` with `table`'s triggers off: one statement, with its parameters. */
+async function withTriggersOff(owner: TestDb['owner'], table: string, sql: string, params: unknown[] = []): Promise<void> {
+  await owner.exec(`ALTER TABLE ${table} DISABLE TRIGGER USER`);
+  try {
+    await owner.query(sql, params);
+  } finally {
+    await owner.exec(`ALTER TABLE ${table} ENABLE TRIGGER USER`);
+  }
+}
+
 /** As the owner with the triggers off. */
 async function asOwner(sql: string[]): Promise<void> {
   for (const tb of TABLES) await db.owner.exec(`ALTER TABLE ${tb} DISABLE TRIGGER USER`);
@@ -120,9 +130,7 @@ describe('the tree check of GET /api/audit/verify', () => {
   it('finds an output changed with its tile entry rewritten to match: the checkpoint disagrees', async () => {
     await asOwner([`UPDATE agent_output_logs SET output = '{"text": "undone"}' WHERE leaf_index = ${at(10)}`]);
     const [leaf] = await readLeaves(db.owner, at(10), 1);
-    await db.owner.exec('ALTER TABLE audit_tlog_tiles DISABLE TRIGGER USER');
-    await db.owner.query(`UPDATE audit_tlog_tiles SET data = overlay(data PLACING $1 FROM 32 * ${at(10)} + 1) WHERE level = 0 AND idx = 0`, [leafHash(leaf!.data)]);
-    await db.owner.exec('ALTER TABLE audit_tlog_tiles ENABLE TRIGGER USER');
+    await withTriggersOff(db.owner, 'audit_tlog_tiles', `UPDATE audit_tlog_tiles SET data = overlay(data PLACING $1 FROM 32 * ${at(10)} + 1) WHERE level = 0 AND idx = 0`, [leafHash(leaf!.data)]);
     try {
       for (const r of await check(t)) {
         expect(r).toMatchObject({ status: 'tampered', tampered_at_leaf: null });
@@ -160,11 +168,7 @@ describe("the tree check and full tiles' stored inner nodes (migration 0017)", (
     expect(n).toEqual({ n: 1, size: 280 + (await db2.owner.query<{ c: number }>('SELECT count(*)::int AS c FROM audit_management_events'))[0]!.c });
   }, 120_000);
 
-  const edit = async (sql: string) => {
-    await db2.owner.exec('ALTER TABLE audit_tlog_tiles DISABLE TRIGGER USER');
-    await db2.owner.exec(sql);
-    await db2.owner.exec('ALTER TABLE audit_tlog_tiles ENABLE TRIGGER USER');
-  };
+  const edit = (sql: string, params: unknown[] = []) => withTriggersOff(db2.owner, 'audit_tlog_tiles', sql, params);
 
   it('finds a stored inner node changed, at the first leaf under it; a tile without nodes (stored before 0017) is ok', async () => {
     for (const r of await check(t2)) expect(r).toMatchObject({ status: 'ok', tampered_at_leaf: null });
@@ -190,25 +194,21 @@ describe("the tree check and full tiles' stored inner nodes (migration 0017)", (
     expect(ev!.i).toBeLessThan(256);
     const [saved] = await db2.owner.query<{ data: Uint8Array | string; nodes: Uint8Array | string }>('SELECT data, nodes FROM audit_tlog_tiles WHERE level = 0 AND idx = 0');
     const [size] = await db2.owner.query<{ n: number }>('SELECT max(tree_size)::int AS n FROM audit_tlog_checkpoints');
-    await db2.owner.exec('ALTER TABLE audit_management_events DISABLE TRIGGER USER');
-    await db2.owner.exec(`UPDATE audit_management_events SET actor = 'someone' WHERE leaf_index = ${ev!.i}`);
+    const setActor = (actor: string) => withTriggersOff(db2.owner, 'audit_management_events', 'UPDATE audit_management_events SET actor = $1 WHERE leaf_index = $2', [actor, ev!.i]);
+    const setTile = (data: unknown, nodes: unknown) => edit('UPDATE audit_tlog_tiles SET data = $1, nodes = $2 WHERE level = 0 AND idx = 0', [data, nodes]);
+    await setActor('someone');
     const [leaf] = await readLeaves(db2.owner, ev!.i, 1);
     const tile = Buffer.from(asBuffer(saved!.data));
     leafHash(leaf!.data).copy(tile, 32 * ev!.i);
-    await db2.owner.exec('ALTER TABLE audit_tlog_tiles DISABLE TRIGGER USER');
-    await db2.owner.query('UPDATE audit_tlog_tiles SET data = $1, nodes = $2 WHERE level = 0 AND idx = 0', [tile, tileInnerNodes(tile).nodes]);
-    await db2.owner.exec('ALTER TABLE audit_tlog_tiles ENABLE TRIGGER USER');
+    await setTile(tile, tileInnerNodes(tile).nodes);
     try {
       for (const r of await check(t2)) {
         expect(r).toMatchObject({ status: 'tampered', tampered_at_leaf: null });
         expect(r.error).toMatch(new RegExp(`root at the checkpoint's tree size ${size!.n} is not the checkpoint's root`));
       }
     } finally {
-      await db2.owner.exec('ALTER TABLE audit_tlog_tiles DISABLE TRIGGER USER');
-      await db2.owner.query('UPDATE audit_tlog_tiles SET data = $1, nodes = $2 WHERE level = 0 AND idx = 0', [saved!.data, saved!.nodes]);
-      await db2.owner.exec('ALTER TABLE audit_tlog_tiles ENABLE TRIGGER USER');
-      await db2.owner.query('UPDATE audit_management_events SET actor = $1 WHERE leaf_index = $2', [ev!.actor, ev!.i]);
-      await db2.owner.exec('ALTER TABLE audit_management_events ENABLE TRIGGER USER');
+      await setTile(saved!.data, saved!.nodes);
+      await setActor(ev!.actor);
     }
     for (const r of await check(t2)) expect(r).toMatchObject({ status: 'ok', tampered_at_leaf: null });
   });

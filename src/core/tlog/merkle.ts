@@ -122,8 +122,6 @@ export function tileInnerNodes(tile: Uint8Array): { nodes: Buffer; root: Buffer 
 
 /** Bytes of fullTileNodes' answer: Merkle levels 1 to 8 within a full tile (255 hashes). */
 export const FULL_TILE_NODES_BYTES = (TILE_WIDTH - 1) * HASH_SIZE;
-const tileScratch = Buffer.alloc(1 + 2 * HASH_SIZE);
-tileScratch[0] = 0x01;
 
 /**
  * Merkle levels 1 to 8 over the 256 hashes at `src[at, at + 8192)` (a full tile), written
@@ -136,7 +134,7 @@ tileScratch[0] = 0x01;
  */
 export function fullTileNodes(src: Uint8Array, at: number, out: Buffer): Buffer {
   if (at < 0 || src.length - at < FULL_TILE_BYTES || out.length < FULL_TILE_NODES_BYTES) throw new RangeError('fullTileNodes: a full tile and room for its 255 nodes are needed');
-  const s = tileScratch;
+  const s = nodeScratch; // 0x01, then the two children (nodeHash's: both are synchronous)
   let below = Buffer.isBuffer(src) ? src : Buffer.from(src.buffer, src.byteOffset, src.length);
   let from = at;
   let o = 0;
