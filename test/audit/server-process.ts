@@ -26,6 +26,12 @@ export interface ServerProcess {
 /** The Node flags `make run` starts the server with (Makefile NODE_FLAGS). */
 export const NODE_FLAGS = ['--max-semi-space-size=16'];
 /**
+ * The environment `make run` and the systemd units give the server beside its configuration
+ * (Makefile SERVER_ENV). BENCH_MALLOC_ARENA_MAX overrides the arenas for a comparison (16 is
+ * glibc's default on two cores).
+ */
+export const SERVER_ENV = { MALLOC_ARENA_MAX: process.env.BENCH_MALLOC_ARENA_MAX ?? '2' };
+/**
  * What the process runs: the sources through tsx (tests), or with SVC_SERVER=dist the compiled
  * server that `make run`, the systemd units and `make bench` run (`make build` makes it).
  */
@@ -56,6 +62,7 @@ export async function spawnApi(
     CONTEXT_GRPC_PORT: String(grpcPort),
     SVC_DATA_DIR: dataDir,
     LOG_LEVEL: 'warn',
+    ...SERVER_ENV,
     ...extraEnv,
   };
   // With `logFile`, the server's stderr (its log) goes to that file instead of into this

@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { SERVICE_NAMES } from '../../src/shared/service.js';
 import { ADMIN_KEY, JWT_SECRET } from '../harness.js';
+import { SERVER_ENV } from '../audit/server-process.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const UNITS = path.join(ROOT, 'deploy/systemd');
@@ -41,6 +42,7 @@ describe('deploy/systemd units', () => {
     const k = keys(unitFile(service));
     const one = (name: string) => k.get(name)?.[0];
     expect(one('ExecStart')).toBe(`/usr/bin/node --max-semi-space-size=16 dist/src/main.js ${service}`);
+    expect(k.get('Environment')).toEqual(Object.entries(SERVER_ENV).map(([name, value]) => `${name}=${value}`));
     expect({ user: one('User'), group: one('Group'), env: one('EnvironmentFile'), restart: one('Restart'), dir: one('WorkingDirectory') }).toEqual({
       user: 'svc',
       group: 'svc',
