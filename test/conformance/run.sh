@@ -62,7 +62,7 @@ fi
 
 echo "conformance: $EXAMPLES examples per operation, seed $SEED, on the $where"
 # The services as make run starts them: dist/, which make conformance builds first.
-NODE_OPTIONS="--max-semi-space-size=16 ${NODE_OPTIONS:-}" node dist/src/main.js >"$work/server.log" 2>&1 &
+MALLOC_ARENA_MAX=2 NODE_OPTIONS="--max-semi-space-size=16 ${NODE_OPTIONS:-}" node dist/src/main.js >"$work/server.log" 2>&1 &
 server_pid=$!
 if ! prep="$(node --import tsx test/conformance/prepare.ts)"; then
   echo "the services did not start; their log:" >&2

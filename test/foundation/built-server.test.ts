@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ADMIN_KEY, freePort, JWT_SECRET } from '../harness.js';
 import { caller, publishCorpus } from '../fixtures/corpus.js';
-import { NODE_FLAGS } from '../audit/server-process.js';
+import { NODE_FLAGS, SERVER_ENV } from '../audit/server-process.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const MAIN = path.join(ROOT, 'dist/src/main.js');
@@ -27,6 +27,7 @@ describe('the built server (dist/)', () => {
     const child = spawn(process.execPath, [...NODE_FLAGS, MAIN], {
       cwd: ROOT,
       env: {
+        ...SERVER_ENV,
         PATH: process.env.PATH,
         HOME: os.tmpdir(),
         SVC_DATA_DIR: data,
