@@ -30,14 +30,17 @@ install: node_modules/.installed clients/ts/dist/.built
 # a request at 16 MB against 143-204 at 32 (gRPC and W2 alike), and 16 MB keeps the process
 # about 30 MB smaller at rest and verify's peak 30-50 MB lower (README, Benchmarks).
 NODE_FLAGS := --max-semi-space-size=16
-# glibc's malloc in two arenas instead of up to eight a core. The server allocates nearly all
-# its native memory on the main thread, but V8's and libuv's threads each take an arena of
-# their own, and memory freed into them stays resident: on 2026-11-27 (1,000,000 records,
-# PostgreSQL, the compiled server) a freshly started API held 171-261 MB with the default (7
-# starts) and 167-169 MB with two (4), and `GET /api/audit/verify` peaked at 209-304 MB against
-# 198-205 MB (4 runs), 6.2-6.5 s against 6.4-6.8 s; the context benchmark was unchanged (REST
-# W1 9,356 against 9,247 req/s, gRPC 8,494 against 8,519, 79-80 and 91 µs of CPU a request).
-# The systemd units and the tests' and benchmarks' server processes set the same.
+# glibc's malloc in two arenas instead of up to eight a core: V8's and libuv's threads each
+# take an arena of their own, and memory freed into one stays resident. On 2026-11-27
+# (1,000,000 records, PostgreSQL, the compiled server, a probe timing verify alone): with the
+# default a fresh API held 171-261 MB (7 starts) and `GET /api/audit/verify` peaked at 209-304
+# MB in 6.2-6.5 s; with two arenas 167-169 MB (4 starts) and 198-205 MB in 6.4-6.8 s. The audit
+# benchmark afterwards: 215 and 323 MB (174 and 259 MB before the call): about one start in
+# three holds some 80 MB more before any request, arenas or not (cause not found), and verify
+# adds 41-64 MB to it, against 63-102 MB in three runs with the default. The context benchmark
+# was unchanged (REST W1 9,247 against 9,356 req/s, gRPC 8,519 against 8,494, 80 and 91 µs of
+# CPU a request either way). The systemd units and the tests' and benchmarks' server processes
+# set the same.
 SERVER_ENV := MALLOC_ARENA_MAX=2
 
 # The server as it runs: src/ and gen/ compiled by tsc into dist/ (tsconfig.build.json), in
