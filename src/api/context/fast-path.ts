@@ -15,15 +15,12 @@
  * X-Request-Id taken or made and echoed), with the route's label children and logger taken
  * once, so that a request adds two additions and one log line.
  */
-import fs from 'node:fs';
-import path from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Ajv, type ErrorObject } from 'ajv';
-import YAML from 'yaml';
 import type { AppContext } from '../../shared/app-context.js';
 import type { ValidationIssue } from '../../shared/http/openapi-app.js';
 import type { HttpPreHandler } from '../../shared/service.js';
-import { SPEC_DIR } from '../../shared/http/service-app.js';
+import { specDocument } from '../../shared/http/service-app.js';
 import { jsonTooDeep, TOO_DEEP_ISSUE } from '../../shared/http/wire-guards.js';
 import { requestIdOf } from '../../shared/request-id.js';
 import { httpRouteTimer } from '../../shared/metrics.js';
@@ -34,7 +31,7 @@ const JSON_TYPE = /^application\/json\s*(;|$)/i;
 
 /** The contract's ContextRequest validator (with TaskType resolved from the same document). */
 function compileContextRequest(): (body: unknown) => ValidationIssue[] | null {
-  const doc = YAML.parse(fs.readFileSync(path.join(SPEC_DIR, 'openapi-control-plane.yaml'), 'utf8')) as { components: Record<string, unknown> };
+  const doc = specDocument('openapi-control-plane.yaml') as { components: Record<string, unknown> };
   const ajv = new Ajv({ allErrors: true, strict: false });
   ajv.addSchema({ $id: 'svc-control-plane', components: doc.components });
   const validate = ajv.compile({ $ref: 'svc-control-plane#/components/schemas/ContextRequest' });

@@ -15,8 +15,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parse } from 'yaml';
-import { SPEC_DIR } from './service-app.js';
+import { SPEC_DIR, specDocument } from './service-app.js';
 
 /**
  * The operationIds a spec/openapi-*.yaml declares for its reference: `get<P>Docs`,
@@ -88,7 +87,7 @@ function page(title: string, scriptHash: string): string {
  */
 export function docsRoutes<const P extends string>(prefix: P, specFile: string): { handlers: DocsHandlers<P> } {
   const yamlText = readFileSync(path.join(SPEC_DIR, specFile), 'utf8');
-  const doc = parse(yamlText) as { info?: { title?: string } };
+  const doc = specDocument(specFile) as { info?: { title?: string } };
   const json = JSON.stringify(doc);
   const { body: js, hash } = redocScript();
   const html = page(doc.info?.title ?? specFile, hash);
