@@ -36,8 +36,8 @@ NODE_FLAGS := --max-semi-space-size=16
 # default a fresh API held 171-261 MB (7 starts) and `GET /api/audit/verify` peaked at 209-304
 # MB in 6.2-6.5 s; with two arenas 167-169 MB (4 starts) and 198-205 MB in 6.4-6.8 s. The audit
 # benchmark afterwards: 215 and 323 MB (174 and 259 MB before the call): about one start in
-# three held some 80 MB more before any request, arenas or not (V8 optimizing the contract's
-# parse, then four parses a start: see specDocument), and verify added 41-64 MB to it, against
+# three held some 80 MB more before any request, arenas or not (most likely V8 optimizing
+# the contract's parse, then four parses a start: see specDocument), and verify added 41-64 MB to it, against
 # 63-102 MB in three runs with the default. The context benchmark
 # was unchanged (REST W1 9,247 against 9,356 req/s, gRPC 8,519 against 8,494, 80 and 91 µs of
 # CPU a request either way). The systemd units and the tests' and benchmarks' server processes
