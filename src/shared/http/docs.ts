@@ -13,9 +13,8 @@
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { SPEC_DIR, specDocument } from './service-app.js';
+import { specDocument, specText } from './service-app.js';
 
 /**
  * The operationIds a spec/openapi-*.yaml declares for its reference: `get<P>Docs`,
@@ -86,7 +85,7 @@ function page(title: string, scriptHash: string): string {
  * (none of the bodies is the edge's JSON).
  */
 export function docsRoutes<const P extends string>(prefix: P, specFile: string): { handlers: DocsHandlers<P> } {
-  const yamlText = readFileSync(path.join(SPEC_DIR, specFile), 'utf8');
+  const yamlText = specText(specFile);
   const doc = specDocument(specFile) as { info?: { title?: string } };
   const json = JSON.stringify(doc);
   const { body: js, hash } = redocScript();

@@ -13,21 +13,31 @@ import { createOpenApiApp } from './openapi-app.js';
 
 export const SPEC_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../spec');
 
-const specs = new Map<string, Record<string, unknown>>();
+const specs = new Map<string, { text: string; doc: Record<string, unknown> }>();
+function loadSpec(specFile: string): { text: string; doc: Record<string, unknown> } {
+  let spec = specs.get(specFile);
+  if (!spec) {
+    const text = readFileSync(path.join(SPEC_DIR, specFile), 'utf8');
+    spec = { text, doc: parse(text) as Record<string, unknown> };
+    specs.set(specFile, spec);
+  }
+  return spec;
+}
+
+/** The contract `specFile` (a file of spec/) as written, read once a process (the API docs serve it). */
+export function specText(specFile: string): string {
+  return loadSpec(specFile).text;
+}
+
 /**
- * The contract `specFile` (a file of spec/), parsed once a process, as a copy of its own for
- * each caller: openapi-backend dereferences the document it is given in place. Given the path
- * instead, it parsed the file twice (once to validate it, once to dereference it), and the API
- * docs and the context fast path parsed it again: four parses of the 186 KB control-plane
- * contract at each start, about 60-190 ms and 6-27 MB of garbage each (2026-11-27).
+ * The contract `specFile`, parsed once a process, as a copy of its own for each caller:
+ * openapi-backend dereferences the document it is given in place. Given the path instead, it
+ * parsed the file twice (once to validate it, once to dereference it), and the API docs and
+ * the context fast path parsed it again: four parses of the 186 KB control-plane contract at
+ * each start, about 60-190 ms and 6-27 MB of garbage each (2026-11-27).
  */
 export function specDocument(specFile: string): Record<string, unknown> {
-  let doc = specs.get(specFile);
-  if (!doc) {
-    doc = parse(readFileSync(path.join(SPEC_DIR, specFile), 'utf8')) as Record<string, unknown>;
-    specs.set(specFile, doc);
-  }
-  return structuredClone(doc);
+  return structuredClone(loadSpec(specFile).doc);
 }
 
 /**
