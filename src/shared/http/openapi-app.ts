@@ -231,26 +231,27 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
     t.observe(res.status, ms);
     logger.info('request', { method: t.method, route: t.route, status: res.status, duration_ms: Math.round(ms * 100) / 100, request_id: requestId });
   });
-  app.use(
-    '*',
-    bodyLimit({
-      maxSize: BODY_LIMIT_BYTES,
-      onError: async (c) => {
-        const raw = c.req.raw;
-        const path = rawPath(c.env as { incoming?: IncomingMessage } | undefined) ?? new URL(raw.url).pathname;
-        const op = safeMatch(api, raw.method, path);
-        c.set('route', op);
-        const special = op ? payloadTooLarge[op.operationId!] : undefined;
-        if (!special) return c.json(new AppError('payload_too_large', `Request body exceeds ${BODY_LIMIT_BYTES} bytes`).toBody(), 413);
-        const headers: Record<string, string> = {};
-        raw.headers.forEach((v, k) => (headers[k] = v));
-        const requestId = c.get('requestId');
-        const r = await special({ requestId, actor: null, method: raw.method, path, params: {}, query: {}, headers, body: undefined, raw }, ctx);
-        if (r instanceof Response) return r;
-        return new Response(JSON.stringify(r.body), { status: r.status, headers: { 'content-type': 'application/json; charset=utf-8', ...(r.headers ?? {}) } });
-      },
-    }),
-  );
+  const limitBody = bodyLimit({
+    maxSize: BODY_LIMIT_BYTES,
+    onError: async (c) => {
+      const raw = c.req.raw;
+      const path = rawPath(c.env as { incoming?: IncomingMessage } | undefined) ?? new URL(raw.url).pathname;
+      const op = safeMatch(api, raw.method, path);
+      c.set('route', op);
+      const special = op ? payloadTooLarge[op.operationId!] : undefined;
+      if (!special) return c.json(new AppError('payload_too_large', `Request body exceeds ${BODY_LIMIT_BYTES} bytes`).toBody(), 413);
+      const headers: Record<string, string> = {};
+      raw.headers.forEach((v, k) => (headers[k] = v));
+      const requestId = c.get('requestId');
+      const r = await special({ requestId, actor: null, method: raw.method, path, params: {}, query: {}, headers, body: undefined, raw }, ctx);
+      if (r instanceof Response) return r;
+      return new Response(JSON.stringify(r.body), { status: r.status, headers: { 'content-type': 'application/json; charset=utf-8', ...(r.headers ?? {}) } });
+    },
+  });
+  // A GET or HEAD has no body (node-server's Request never gives one), so the limit has nothing to
+  // measure; asking for `raw.body` would make node-server build the whole WHATWG Request (with
+  // its AbortSignal, which outlives a young-generation collection), about 10 KB a GET.
+  app.use('*', (c, next) => (c.req.method === 'GET' || c.req.method === 'HEAD' ? next() : limitBody(c, next)));
   app.all('*', async (c) => {
     const requestId = c.get('requestId');
     const raw = c.req.raw;
