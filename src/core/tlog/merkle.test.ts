@@ -14,7 +14,9 @@ import {
   leafHash,
   nodeHash,
   rootHash,
+  subtreeFromTile,
   subtreeHash,
+  subtreeTile,
   tileInnerNodes,
   fullTileNodes,
   tileNodeOffset,
@@ -370,6 +372,39 @@ describe('reads at 10,000,000 leaves', () => {
       expect(new Set(f.reads).size).toBe(f.reads.length);
       expect(f.reads.length).toBeLessThanOrEqual(12);
     }
+  });
+});
+
+describe('a reader that holds some subtrees already (cachedNode)', () => {
+  it('gives the same roots and proofs, and reads only the subtrees it does not hold', async () => {
+    const s = new Store();
+    s.append(Array.from({ length: 70_000 }, (_, i) => leafHash(Buffer.from(`leaf ${i}`))));
+    const held = new Set<string>();
+    const asked = new Set<string>();
+    const read: ReadTile = async (level, index) => s.read(level, index);
+    read.node = async (level, index) => {
+      asked.add(`${level}/${index}`);
+      return subtreeHash(s.read, level, index);
+    };
+    // Holds every other subtree (by level and index), answered from its tile without waiting.
+    read.cachedNode = (level, index) => {
+      if ((level + index) % 2 === 1) return undefined;
+      held.add(`${level}/${index}`);
+      const { tileLevel, tileIndex } = subtreeTile(level, index);
+      return subtreeFromTile(s.tiles.get(`${tileLevel}/${tileIndex}`)!, level, index);
+    };
+    for (const n of [1, 2, 255, 256, 257, 65_535, 65_536, 65_537, 70_000]) {
+      expect(await rootHash(read, n)).toEqual(await rootHash(s.read, n));
+      for (const i of [0, 1, Math.floor(n / 3), n - 2, n - 1].filter((i) => i >= 0 && i < n)) {
+        expect(await inclusionProof(read, i, n)).toEqual(await inclusionProof(s.read, i, n));
+      }
+      for (const m of [1, 2, Math.floor(n / 2), n - 1].filter((m) => m > 0 && m < n)) {
+        expect(await consistencyProof(read, m, n)).toEqual(await consistencyProof(s.read, m, n));
+      }
+    }
+    expect(held.size).toBeGreaterThan(50);
+    expect(asked.size).toBeGreaterThan(50);
+    expect([...asked].filter((k) => held.has(k))).toEqual([]);
   });
 });
 

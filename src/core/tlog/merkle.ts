@@ -32,6 +32,11 @@ const FULL_TILE_BYTES = TILE_WIDTH * HASH_SIZE;
  */
 export type ReadTile = ((level: number, index: number) => Promise<Uint8Array>) & {
   node?: (level: number, index: number) => Promise<Buffer>;
+  /**
+   * The subtree's hash when the reader holds it already (a cache), else undefined: the proofs
+   * take these without a promise each and ask `node` (or the tile) only for the others.
+   */
+  cachedNode?: (level: number, index: number) => Buffer | undefined;
 };
 
 const LEAF_PREFIX = Buffer.from([0x00]);
@@ -218,30 +223,75 @@ export async function subtreeHash(read: ReadTile, level: number, index: number):
 }
 
 /**
- * MTH(D[lo:hi]) for a range whose start is a multiple of a power of two at least as large
- * as its length (every range the RFC's recursions produce): the right fold of its complete
- * subtrees, largest first.
+ * The complete subtrees whose hashes make MTH(D[lo:hi]), for a range whose start is a multiple
+ * of a power of two at least as large as its length (every range the RFC's recursions
+ * produce), largest first: pushed onto `out` as (level, index) pairs; returns their count.
  */
-async function rangeHash(read: ReadTile, lo: number, hi: number): Promise<Buffer> {
-  if (lo === hi) return EMPTY_ROOT;
-  const parts: Promise<Buffer>[] = [];
+function rangeSubtrees(lo: number, hi: number, out: number[]): number {
+  let count = 0;
   let at = lo;
   while (at < hi) {
     let level = 0;
     while (at % 2 ** (level + 1) === 0 && at + 2 ** (level + 1) <= hi) level++;
-    parts.push(subtreeHashFrom(read, level, at / 2 ** level));
+    out.push(level, at / 2 ** level);
     at += 2 ** level;
+    count++;
   }
-  const hashes = await Promise.all(parts);
-  let h = hashes[hashes.length - 1];
-  for (let i = hashes.length - 2; i >= 0; i--) h = nodeHash(hashes[i], h);
-  return h;
+  return count;
+}
+
+/**
+ * The hashes of the subtrees `wants` ((level, index) pairs), in order: those the reader holds
+ * (cachedNode) at once, the others read together (a tileReader sends what one turn asks in one
+ * query), each tile and subtree read once (memoized).
+ */
+async function subtreeHashes(read: ReadTile, wants: readonly number[]): Promise<Buffer[]> {
+  const out = new Array<Buffer>(wants.length / 2);
+  let once: ReadTile | null = null;
+  let waits: Array<Promise<void>> | null = null;
+  for (let k = 0; k < out.length; k++) {
+    const level = wants[2 * k]!;
+    const index = wants[2 * k + 1]!;
+    const hit = read.cachedNode?.(level, index);
+    if (hit) {
+      out[k] = hit;
+      continue;
+    }
+    once ??= memoized(read);
+    (waits ??= []).push(subtreeHashFrom(once, level, index).then((h) => void (out[k] = h)));
+  }
+  if (waits) await Promise.all(waits);
+  return out;
+}
+
+/**
+ * MTH of each range of `ranges` ((lo, hi) pairs, see rangeSubtrees): every subtree they need
+ * asked at once, then each range's folded right to left. A proof's walk is synchronous but for
+ * the reads of what the reader does not hold: a promise for each subtree and range (a proof at
+ * 10,000,000 leaves made about 60 KB of garbage that way) made its server collect young garbage
+ * every 85 calls or so, for 1-4 ms, which is what its p99 was made of.
+ */
+async function rangeHashes(read: ReadTile, ranges: readonly number[]): Promise<Buffer[]> {
+  const wants: number[] = [];
+  const counts: number[] = [];
+  for (let i = 0; i < ranges.length; i += 2) counts.push(rangeSubtrees(ranges[i]!, ranges[i + 1]!, wants));
+  const hashes = await subtreeHashes(read, wants);
+  const out = new Array<Buffer>(counts.length);
+  let at = 0;
+  for (let r = 0; r < counts.length; r++) {
+    const c = counts[r]!;
+    let h = c === 0 ? EMPTY_ROOT : hashes[at + c - 1]!;
+    for (let i = at + c - 2; i >= at; i--) h = nodeHash(hashes[i]!, h);
+    out[r] = h;
+    at += c;
+  }
+  return out;
 }
 
 /** MTH of the first `size` leaves (size 0: SHA-256 of the empty string). */
 export async function rootHash(read: ReadTile, size: number): Promise<Buffer> {
   checkCount('size', size);
-  return rangeHash(memoized(read), 0, size);
+  return (await rangeHashes(read, [0, size]))[0]!;
 }
 
 /** RFC 9162 2.1.3.1 PATH(index, D[0:size]), leaf sibling first. */
@@ -249,8 +299,7 @@ export async function inclusionProof(read: ReadTile, index: number, size: number
   checkCount('index', index);
   checkCount('size', size);
   if (index >= size) throw new RangeError(`inclusion proof: index ${index} is not below tree size ${size}`);
-  const r = memoized(read);
-  const parts: Promise<Buffer>[] = [];
+  const ranges: number[] = [];
   // Walk from the root down; PATH lists the deepest sibling first, so collect and reverse.
   let lo = 0;
   let n = size;
@@ -258,16 +307,16 @@ export async function inclusionProof(read: ReadTile, index: number, size: number
   while (n > 1) {
     const k = splitPoint(n);
     if (m < k) {
-      parts.push(rangeHash(r, lo + k, lo + n));
+      ranges.push(lo + k, lo + n);
       n = k;
     } else {
-      parts.push(rangeHash(r, lo, lo + k));
+      ranges.push(lo, lo + k);
       lo += k;
       m -= k;
       n -= k;
     }
   }
-  return (await Promise.all(parts)).reverse();
+  return (await rangeHashes(read, ranges)).reverse();
 }
 
 /** RFC 9162 2.1.4.1 PROOF(m, D[0:n]); [] when m == n or m == 0. */
@@ -276,8 +325,7 @@ export async function consistencyProof(read: ReadTile, m: number, n: number): Pr
   checkCount('n', n);
   if (m > n) throw new RangeError(`consistency proof: old size ${m} is larger than new size ${n}`);
   if (m === 0 || m === n) return [];
-  const r = memoized(read);
-  const parts: Promise<Buffer>[] = [];
+  const ranges: number[] = [];
   // SUBPROOF(m, D[lo:lo+len], b), iteratively; hashes appended after the recursive part, so reverse at the end.
   let lo = 0;
   let len = n;
@@ -285,22 +333,22 @@ export async function consistencyProof(read: ReadTile, m: number, n: number): Pr
   let b = true;
   for (;;) {
     if (mm === len) {
-      if (!b) parts.push(rangeHash(r, lo, lo + len));
+      if (!b) ranges.push(lo, lo + len);
       break;
     }
     const k = splitPoint(len);
     if (mm <= k) {
-      parts.push(rangeHash(r, lo + k, lo + len));
+      ranges.push(lo + k, lo + len);
       len = k;
     } else {
-      parts.push(rangeHash(r, lo, lo + k));
+      ranges.push(lo, lo + k);
       lo += k;
       mm -= k;
       len -= k;
       b = false;
     }
   }
-  return (await Promise.all(parts)).reverse();
+  return (await rangeHashes(read, ranges)).reverse();
 }
 
 // ---------------------------------------------------------------------------------------

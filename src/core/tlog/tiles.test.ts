@@ -9,7 +9,7 @@ import { createTestDb } from '../../../test/harness.js';
 import { rfcLeafHash, rfcMth, rfcVerifyConsistency, rfcVerifyInclusion } from '../../../test/tlog/rfc9162.js';
 import type { Db } from '../db/index.js';
 import { appendLeaves, consistencyProof, inclusionProof, leafHash, rootHash, subtreeHash, tileInnerNodes, type ReadTile } from './merkle.js';
-import { asBuffer, fillTileNodes, newTileCache, tileReader, treeState, warmUpperTiles, writeTiles } from './tiles.js';
+import { asBuffer, fillTileNodes, newTileCache, NodeCache, tileReader, treeState, warmUpperTiles, writeTiles } from './tiles.js';
 import { rng } from '../../../test/rng.js';
 
 const data = (i: number) => Buffer.from(`leaf ${i}`);
@@ -208,5 +208,31 @@ describe('batched tile reads', () => {
     } finally {
       await t.close();
     }
+  });
+});
+
+describe('NodeCache', () => {
+  const h = (level: number, index: number) => Buffer.alloc(32, (index * 8 + level) % 251);
+  it('keeps the most recently used hashes up to its bound, each under its own (level, index)', () => {
+    const c = new NodeCache(4);
+    for (let i = 0; i < 4; i++) c.set(i % 8, i, h(i % 8, i));
+    expect(c.get(0, 0)).toEqual(h(0, 0)); // 0 is now the most recently used; 1 the least
+    c.set(5, 10, h(5, 10)); // evicts (1, 1), reusing its slot
+    c.set(6, 11, h(6, 11)); // evicts (2, 2)
+    expect(c.size).toBe(4);
+    expect(c.get(1, 1)).toBeUndefined();
+    expect(c.get(2, 2)).toBeUndefined();
+    expect(c.get(1, 10)).toBeUndefined(); // another level of the same index is another node
+    for (const [l, i] of [[0, 0], [3, 3], [5, 10], [6, 11]] as const) expect(c.get(l, i)).toEqual(h(l, i));
+  });
+  it('answers copies: a slot reused later does not change a hash already handed out', () => {
+    const c = new NodeCache(1);
+    c.set(0, 1, h(0, 1));
+    const got = c.get(0, 1)!;
+    c.set(0, 2, h(0, 2));
+    expect(got).toEqual(h(0, 1));
+    expect(c.get(0, 2)).toEqual(h(0, 2));
+    expect(c.get(0, 1)).toBeUndefined();
+    expect(() => c.set(0, 3, Buffer.alloc(31))).toThrow(RangeError);
   });
 });

@@ -29,16 +29,54 @@ export interface TileCache {
   upper: LRUCache<string, Buffer>;
   tiles: LRUCache<string, Buffer>;
   /**
-   * Subtree hashes read from full level-0 tiles (`level/index` in Merkle levels 0..7), which
-   * never change: 65,536 of them (2 MiB of hashes), the nodes of some 8,000 proofs.
+   * Subtree hashes read from full level-0 tiles (Merkle levels 0..7), which never change:
+   * 65,536 of them (2 MiB of hashes), the nodes of some 8,000 proofs.
    */
-  nodes: LRUCache<string, Buffer>;
+  nodes: NodeCache;
+}
+
+/**
+ * Subtree hashes by (Merkle level 0..7, index), least recently used evicted past `max`: the
+ * hashes live in one buffer allocated once, the LRU holds only numbers (the slot of each), and
+ * `get` answers a copy (a slot is reused once evicted). Kept as one 32-byte Buffer and a string
+ * key each, the cache's new entries were what a cold proof's server copied at each young-
+ * generation collection, and then promoted: about 1.4 MB every 100 proofs, collections of 1.5-4
+ * ms instead of 0.5-1 ms (Node's --trace-gc-nvp, 10,000,000 leaves).
+ */
+export class NodeCache {
+  private readonly slots: LRUCache<number, number>;
+  private readonly hashes: Buffer;
+  private used = 0;
+  constructor(readonly max: number) {
+    this.slots = new LRUCache<number, number>({ max });
+    this.hashes = Buffer.alloc(max * HASH_SIZE);
+  }
+  private static key(level: number, index: number): number {
+    return index * 8 + level;
+  }
+  get size(): number {
+    return this.slots.size;
+  }
+  get(level: number, index: number): Buffer | undefined {
+    const slot = this.slots.get(NodeCache.key(level, index));
+    return slot === undefined ? undefined : Buffer.from(this.hashes.subarray(slot * HASH_SIZE, (slot + 1) * HASH_SIZE));
+  }
+  set(level: number, index: number, hash: Uint8Array): void {
+    if (hash.length !== HASH_SIZE) throw new RangeError(`a node hash is ${HASH_SIZE} bytes, got ${hash.length}`);
+    const key = NodeCache.key(level, index);
+    let slot = this.slots.get(key);
+    if (slot === undefined) {
+      slot = this.used < this.max ? this.used++ : this.slots.pop()!;
+      this.slots.set(key, slot);
+    }
+    this.hashes.set(hash, slot * HASH_SIZE);
+  }
 }
 const UPPER_BYTES = 64 * 1024 * 1024;
 export const newTileCache = (): TileCache => ({
   upper: new LRUCache<string, Buffer>({ maxSize: UPPER_BYTES, sizeCalculation: (b) => b.length }),
   tiles: new LRUCache<string, Buffer>({ max: 4096 }),
-  nodes: new LRUCache<string, Buffer>({ max: 65_536 }),
+  nodes: new NodeCache(65_536),
 });
 
 /** The cached copy of a tile, or undefined (see tileReader for when a partial copy serves). */
@@ -102,7 +140,7 @@ export function tileReader(db: Query, cache: TileCache, size?: number): ReadTile
         const r = got[k]!;
         try {
           if (r.part) {
-            cache.nodes.set(`${w.node!.level}/${w.node!.index}`, r.part);
+            cache.nodes.set(w.node!.level, w.node!.index, r.part);
             w.resolve(r.part);
             continue;
           }
@@ -120,7 +158,7 @@ export function tileReader(db: Query, cache: TileCache, size?: number): ReadTile
   const ask = (w: Omit<Want, 'resolve' | 'reject'>): Promise<Buffer> => {
     if (!batch) {
       batch = [];
-      queueMicrotask(() => void flush());
+      void Promise.resolve().then(flush);
     }
     const list = batch;
     return new Promise<Buffer>((resolve, reject) => list.push({ ...w, resolve, reject }));
@@ -129,19 +167,25 @@ export function tileReader(db: Query, cache: TileCache, size?: number): ReadTile
     const hit = cachedTile(cache, level, index, size);
     return hit ? Promise.resolve(hit) : ask({ level, index });
   };
-  read.node = (level, index) => {
+  /** The subtree's hash from what the cache holds (a tile, or a stored node of a level-0 tile), else undefined. */
+  const cachedNode = (level: number, index: number): Buffer | undefined => {
     const { tileLevel, tileIndex } = subtreeTile(level, index);
     const hit = cachedTile(cache, tileLevel, tileIndex, size);
-    if (hit) {
-      try {
-        return Promise.resolve(subtreeFromTile(hit, level, index));
-      } catch (e) {
-        return Promise.reject(e);
-      }
+    if (hit) return subtreeFromTile(hit, level, index);
+    return tileLevel === 0 ? cache.nodes.get(level, index) : undefined;
+  };
+  read.cachedNode = cachedNode;
+  read.node = (level, index) => {
+    let hit: Buffer | undefined;
+    try {
+      hit = cachedNode(level, index);
+    } catch (e) {
+      return Promise.reject(e);
     }
+    if (hit) return Promise.resolve(hit);
+    const { tileLevel, tileIndex } = subtreeTile(level, index);
     if (tileLevel > 0) return read(tileLevel, tileIndex).then((data) => subtreeFromTile(data, level, index));
-    const node = cache.nodes.get(`${level}/${index}`);
-    return node ? Promise.resolve(node) : ask({ level: 0, index: tileIndex, node: { level, index } });
+    return ask({ level: 0, index: tileIndex, node: { level, index } });
   };
   return read;
 }
