@@ -158,6 +158,9 @@ export function tileReader(db: Query, cache: TileCache, size?: number): ReadTile
   const ask = (w: Omit<Want, 'resolve' | 'reject'>): Promise<Buffer> => {
     if (!batch) {
       batch = [];
+      // After this turn's asks, on a promise: Node's queueMicrotask wraps each callback in an
+      // AsyncResource, and with it a cold proof's server kept about 500 KB more young objects
+      // alive at each collection (--trace-gc-nvp, one node asked a call: 715 against 215 KB).
       void Promise.resolve().then(flush);
     }
     const list = batch;
