@@ -153,7 +153,7 @@ test-real:
 # embedded default, or a fresh PostgreSQL database (and Redis) when DATABASE_URL (REDIS_URL)
 # is set. CONFORMANCE_EXAMPLES (100) and CONFORMANCE_SEED choose the run; see test/conformance/run.sh.
 conformance: build
-	bash test/conformance/run.sh
+	SERVER_ENV='$(SERVER_ENV)' NODE_FLAGS='$(NODE_FLAGS)' bash test/conformance/run.sh
 
 fuzz: install
 	FUZZ_RUNS=$${FUZZ_RUNS:-2000} vitest run test/contract/fuzz.test.ts test/collector/fuzz.test.ts
