@@ -29,6 +29,8 @@ const waitFor = async (pred: () => boolean, ms = 3000) => {
   while (!pred() && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
   return pred();
 };
+/** The tag updates received for one tag, oldest first (the broker may deliver another test's late). */
+const updatesFor = (tag: string) => messages.map((m) => JSON.parse(m) as Record<string, unknown>).filter((m) => m.tag === tag);
 
 /** project -> domain -> two concerns, plus a meta bundle; returns the ids. */
 async function smallProject(u = uid()) {
@@ -47,7 +49,6 @@ describe('tags', () => {
   it('POST creates (201) with resolved ids and the flattened context, and publishes a tag update', async () => {
     const p = await smallProject();
     const tag = `med-${p.u}:prod`;
-    messages.length = 0;
     const r = await call('POST', '/api/tags', { tag, bundle_id: p.proj, bundle_version: '1.0.0', description: 'production' });
     expect(r.status).toBe(201);
     const resolved = [`${p.proj}:1.0.0`, `${p.meta}:1.0.0`, `${p.dom}:1.0.0`, `${p.a.id}:1.0.0`, `${p.b.id}:1.0.0`];
@@ -57,9 +58,9 @@ describe('tags', () => {
     expect(ctxDoc.tag).toBe(tag);
     expect(ctxDoc.resolved_bundle_ids).toEqual(resolved);
     expect(ctxDoc.scds.map((s: any) => s.id)).toEqual([`scd:meta:m-${p.u}`, ...p.a.scds, ...p.b.scds]);
-    expect(await waitFor(() => messages.length > 0)).toBe(true);
-    expect(JSON.parse(messages[0]!)).toEqual({ tag, bundle_id: p.proj, bundle_version: '1.0.0', updated_at: r.body.updated_at });
-    expect(Object.keys(JSON.parse(messages[0]!))).toEqual(['tag', 'bundle_id', 'bundle_version', 'updated_at']);
+    expect(await waitFor(() => updatesFor(tag).length > 0)).toBe(true);
+    expect(updatesFor(tag)).toEqual([{ tag, bundle_id: p.proj, bundle_version: '1.0.0', updated_at: r.body.updated_at }]);
+    expect(Object.keys(updatesFor(tag)[0]!)).toEqual(['tag', 'bundle_id', 'bundle_version', 'updated_at']);
 
     // The write's answer adds the content revision it produced; the stored tag is the rest.
     const { content_revision: rev, ...stored } = r.body;
@@ -98,24 +99,25 @@ describe('tags', () => {
     await publish(t, v2.body);
     const tag = `t-${uid()}:prod`;
     const created = await call('POST', '/api/tags', { tag, bundle_id: v1.id, bundle_version: '1.0.0', description: 'keep me' });
-    messages.length = 0;
+    // The creation's update may still be on its way (Redis): wait for it, so the move's is the second.
+    expect(await waitFor(() => updatesFor(tag).length === 1)).toBe(true);
     const moved = await call('PUT', `/api/tags/${tag}`, { bundle_id: v2.id, bundle_version: '1.1.0' });
     expect(moved.status).toBe(200);
     expect(moved.body).toMatchObject({ tag, bundle_version: '1.1.0', resolved_bundle_ids: [`${v2.id}:1.1.0`], description: 'keep me', created_at: created.body.created_at });
     expect(Date.parse(moved.body.updated_at)).toBeGreaterThan(Date.parse(created.body.updated_at));
     expect(moved.body.context_yaml).toContain(`${name}-new1`);
     expect(moved.body.context_yaml).not.toContain(`${name}-0`);
-    expect(await waitFor(() => messages.length > 0)).toBe(true);
-    expect(JSON.parse(messages[0]!)).toEqual({ tag, bundle_id: v2.id, bundle_version: '1.1.0', updated_at: moved.body.updated_at });
+    expect(await waitFor(() => updatesFor(tag).length === 2)).toBe(true);
+    expect(updatesFor(tag)[1]).toEqual({ tag, bundle_id: v2.id, bundle_version: '1.1.0', updated_at: moved.body.updated_at });
     const tc = await getTagContext(t.ctx, tag);
     expect(tc!.scdIds).toEqual(v2.scds);
 
     // Repointing to the current target still publishes; description null clears it.
-    messages.length = 0;
     const same = await call('PUT', `/api/tags/${tag}`, { bundle_id: v2.id, bundle_version: '1.1.0', description: null });
     expect(same.status).toBe(200);
     expect(same.body.description).toBeNull();
-    expect(await waitFor(() => messages.length > 0)).toBe(true);
+    expect(await waitFor(() => updatesFor(tag).length === 3)).toBe(true);
+    expect(updatesFor(tag)[2]!.updated_at).toBe(same.body.updated_at);
     const hist = await t.ctx.db.query('SELECT bundle_version FROM tag_history WHERE tag_name = $1 ORDER BY id', [tag]);
     expect(hist.map((h) => h.bundle_version)).toEqual(['1.0.0', '1.1.0', '1.1.0']);
   });
