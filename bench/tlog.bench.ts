@@ -235,28 +235,32 @@ async function proofBench(b: Bench): Promise<void> {
         // from a client process of its own (sequentialGets): the first connection's set-up is in the warm-up.
         const own = await startProofServer(t.appUrl!, env);
         try {
+          /** Calls of the other draw (its inclusion leaves and consistency pairs in [from, to)), untimed. */
+          const warmUp = (leaves: [number, number], pairs: [number, number]) =>
+            sequentialGets(own.port, [[...second.leaves.slice(...leaves).map(inclPath), ...second.pairs.slice(...pairs).map(consPath)]]);
+          /** The inclusion calls, then the consistency calls, each timed with the server's CPU a call. */
+          const timed = async (inclusion: string[], consistency: string[]) => {
+            const c0 = cpuSeconds(own.pid);
+            const [i] = await sequentialGets(own.port, [inclusion]);
+            const c1 = cpuSeconds(own.pid);
+            const [c] = await sequentialGets(own.port, [consistency]);
+            const c2 = cpuSeconds(own.pid);
+            const perCall = (cpu: number, n: number) => `${fmt((cpu * 1e6) / n, 0)} µs server CPU/call`;
+            return { inclusion: `${stats(i!)}, ${perCall(c1 - c0, i!.length)}`, consistency: `${stats(c!)}, ${perCall(c2 - c1, c!.length)}`, inclusionCalls: i!.length, consistencyCalls: c!.length };
+          };
           // Warm-up (JIT, connections): 600 calls of the other draw, as a server that has been up a while.
-          await sequentialGets(own.port, [[...second.leaves.slice(0, 400).map(inclPath), ...second.pairs.slice(0, 200).map(consPath)]]);
-          const c0 = cpuSeconds(own.pid);
-          const [oi] = await sequentialGets(own.port, [incl(2 * HTTP_PROOFS, 3 * HTTP_PROOFS)]);
-          const c1 = cpuSeconds(own.pid);
-          const [oc] = await sequentialGets(own.port, [cons(2 * HTTP_PROOFS, 3 * HTTP_PROOFS)]);
-          const c2 = cpuSeconds(own.pid);
-          const perCall = (cpu: number, n: number) => `${fmt((cpu * 1e6) / n, 0)} µs server CPU/call`;
-          b.print(`${stats(oi!)}, ${perCall(c1 - c0, oi!.length)} | GET /api/audit/proof/inclusion, ${oi!.length} sequential calls from a client process to the compiled API app in a server process of its own, just started (its log warmed as at start, then 600 calls of the other draw; other leaves of this draw, new to its log) | ${where} | target p99 < 5 ms`);
-          b.print(`${stats(oc!)}, ${perCall(c2 - c1, oc!.length)} | GET /api/audit/proof/consistency, ${oc!.length} sequential calls from a client process to the same server (other pairs of the draw) | ${where} | target p99 < 5 ms`);
+          await warmUp([0, 400], [0, 200]);
+          const started = await timed(incl(2 * HTTP_PROOFS, 3 * HTTP_PROOFS), cons(2 * HTTP_PROOFS, 3 * HTTP_PROOFS));
+          b.print(`${started.inclusion} | GET /api/audit/proof/inclusion, ${started.inclusionCalls} sequential calls from a client process to the compiled API app in a server process of its own, just started (its log warmed as at start, then 600 calls of the other draw; other leaves of this draw, new to its log) | ${where} | target p99 < 5 ms`);
+          b.print(`${started.consistency} | GET /api/audit/proof/consistency, ${started.consistencyCalls} sequential calls from a client process to the same server (other pairs of the draw) | ${where} | target p99 < 5 ms`);
           // Steady state: after 600 calls V8 has not yet optimized the request path (a CPU
           // profile of 900 inclusion calls after 600: 781 ms of JavaScript; the same 900 calls
           // after 3,000: 360 ms). A server up a few seconds longer: 3,000 more calls of the
           // second draw, then leaves and pairs of a third draw, new to its log.
-          await sequentialGets(own.port, [[...second.leaves.slice(400, 2000).map(inclPath), ...second.pairs.slice(200, 1600).map(consPath)]]);
-          const c3 = cpuSeconds(own.pid);
-          const [si] = await sequentialGets(own.port, [third.leaves.slice(0, 3 * HTTP_PROOFS).map(inclPath)]);
-          const c4 = cpuSeconds(own.pid);
-          const [sc] = await sequentialGets(own.port, [third.pairs.slice(0, 3 * HTTP_PROOFS).map(consPath)]);
-          const c5 = cpuSeconds(own.pid);
-          b.print(`${stats(si!)}, ${perCall(c4 - c3, si!.length)} | GET /api/audit/proof/inclusion, ${si!.length} sequential calls from a client process to the same server, steady (after 3,000 more calls of the other draw; leaves of a third draw, new to its log) | ${where} | target p99 < 5 ms`);
-          b.print(`${stats(sc!)}, ${perCall(c5 - c4, sc!.length)} | GET /api/audit/proof/consistency, ${sc!.length} sequential calls from a client process to the same server, steady (pairs of the third draw) | ${where} | target p99 < 5 ms`);
+          await warmUp([400, 2000], [200, 1600]);
+          const steady = await timed(third.leaves.slice(0, 3 * HTTP_PROOFS).map(inclPath), third.pairs.slice(0, 3 * HTTP_PROOFS).map(consPath));
+          b.print(`${steady.inclusion} | GET /api/audit/proof/inclusion, ${steady.inclusionCalls} sequential calls from a client process to the same server, steady (after 3,000 more calls of the other draw; leaves of a third draw, new to its log) | ${where} | target p99 < 5 ms`);
+          b.print(`${steady.consistency} | GET /api/audit/proof/consistency, ${steady.consistencyCalls} sequential calls from a client process to the same server, steady (pairs of the third draw) | ${where} | target p99 < 5 ms`);
         } finally {
           await own.stop();
         }
