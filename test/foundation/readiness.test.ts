@@ -164,10 +164,16 @@ describe.skipIf(!REAL)('/ready while PostgreSQL refuses connections', () => {
       expect(rest.status).toBe(500);
       expect(rest.body.error_code).toBe('INTERNAL_ERROR');
 
+      // More requests while it is away, each a failed connection attempt of the pool: the
+      // pool's wait before its next attempt stays short (reconnectDelaySeconds; postgres.js's
+      // own grows to 20 s), so the service is back within readyUntil's few seconds.
+      for (let i = 0; i < 8; i++) expect((await t.call('api', 'GET', '/api/agents', { admin: true })).status).toBe(503);
+
       await proxy.start();
       const up = await readyUntil(t, 'api', 200);
       expect(up.status).toBe(200);
       expect(up.body.checks.database.ok).toBe(true);
+      expect((await t.call('api', 'GET', '/api/agents', { admin: true })).status).toBe(200);
     } finally {
       await t?.close();
       await db.close();
