@@ -33,7 +33,11 @@ async function tile(req: Pick<RequestInfo<operations['getTlogTile2']>, 'path' | 
     if (refused) throw refused;
   }
   const bytes = await transparencyLog(ctx).tile(parsed.kind === 'entries' ? 'entries' : parsed.level, parsed.index, parsed.width);
-  return new Response(new Uint8Array(bytes), {
+  // The bytes as they are, not a copy (a Buffer is a Uint8Array; the server writes the view):
+  // the copy of each entry bundle took 0.68 s of a 37 s CPU profile of the server during
+  // `svc audit verify --since` over 1,000,000 leaves. The log never writes to the full
+  // bundles it keeps in its cache and serves again.
+  return new Response(bytes as Uint8Array<ArrayBuffer>, {
     status: 200,
     headers: {
       'content-type': 'application/octet-stream',
