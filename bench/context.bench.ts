@@ -125,11 +125,13 @@ async function realRun(b: Bench, corpusDir: string, external: boolean, helloRun:
     const logFile = ownLogFile ?? path.join(os.tmpdir(), `svc-bench-${workload}-${process.pid}.log`);
     if (!ownLogFile) fs.rmSync(logFile, { force: true });
     // BENCH_TLOG_INTERVAL_MS: the transparency log's checkpoint interval (a large value all but stops its integrator, to measure its cost).
-    const tlogEnv: Record<string, string> = process.env.BENCH_TLOG_INTERVAL_MS ? { TLOG_CHECKPOINT_INTERVAL_MS: process.env.BENCH_TLOG_INTERVAL_MS } : {};
+    const serverEnv: Record<string, string> = process.env.BENCH_TLOG_INTERVAL_MS ? { TLOG_CHECKPOINT_INTERVAL_MS: process.env.BENCH_TLOG_INTERVAL_MS } : {};
+    // BENCH_ROLLUP_INTERVAL_S: the analytics rollup's period (ANALYTICS_ROLLUP_INTERVAL_SECONDS), to compare its cadence.
+    if (process.env.BENCH_ROLLUP_INTERVAL_S) serverEnv.ANALYTICS_ROLLUP_INTERVAL_SECONDS = process.env.BENCH_ROLLUP_INTERVAL_S;
     // The log reaches its file through a pipe and a writer process of its own, as journald (the
     // systemd units of deploy/) or a container runtime takes a service's stderr; BENCH_LOG_FILE
     // makes the server write that file itself.
-    const proc = await spawnApi(testDb.appUrl!, randomUUID(), { DATABASE_MIGRATION_URL: testDb.ownerUrl!, LOG_LEVEL: LOG_LEVEL, ...tlogEnv }, ['api', 'context-grpc'], NODE_ARGS, { logFile, logWriter: !ownLogFile });
+    const proc = await spawnApi(testDb.appUrl!, randomUUID(), { DATABASE_MIGRATION_URL: testDb.ownerUrl!, LOG_LEVEL: LOG_LEVEL, ...serverEnv }, ['api', 'context-grpc'], NODE_ARGS, { logFile, logWriter: !ownLogFile });
     try {
       const call = caller(proc.url);
       await publishCorpus(call, { workload, root: corpusDir });

@@ -478,7 +478,7 @@ export function loadConfig(env: Env = process.env): Config {
     licensePublicKey: r.str('LICENSE_PUBLIC_KEY') || null,
     agentKeyTtlDays: r.int('AGENT_KEY_TTL_DAYS', 90, 1, 3650),
     keyExpiryIntervalSeconds: r.int('KEY_EXPIRY_INTERVAL_SECONDS', 3600, 1, 86400),
-    analyticsRollupIntervalSeconds: r.int('ANALYTICS_ROLLUP_INTERVAL_SECONDS', 5, 1, 86400),
+    analyticsRollupIntervalSeconds: r.int('ANALYTICS_ROLLUP_INTERVAL_SECONDS', 1, 1, 86400),
     ownership: {
       orgAdminOwnerId,
       transferWindowHours: r.int('TRANSFER_WINDOW_HOURS', 72, 1, 8760),
