@@ -381,22 +381,48 @@ export class ByteChainChecker {
    * unparsable value): the caller writes those the general way.
    */
   leafData(buf: Buffer, f: Int32Array): Buffer | null {
-    if (f[1] !== 8 || f[33] !== 8) return null;
+    const end = this.prepareLeaf(buf, f);
+    if (end > 0) return Buffer.from(this.lb.subarray(1, end));
+    return end === 0 ? this.leafText(buf, f, int64(buf, f[32]!)).subarray(1) : null;
+  }
+
+  /**
+   * leafData without a Buffer of its own (an entry bundle's writer copies it straight into the
+   * bundle): the length of the record's leaf data, which copyLeafData then copies out (until the
+   * next row), or -1 for a record leafData writes another way (the general way, or as text).
+   */
+  leafDataLength(buf: Buffer, f: Int32Array): number {
+    const end = this.prepareLeaf(buf, f);
+    this.lbEnd = end;
+    return end > 0 ? end - 1 : -1;
+  }
+
+  /** The leaf data leafDataLength measured, copied to out[at]. */
+  copyLeafData(out: Buffer, at: number): void {
+    this.lb.copy(out, at, 1, this.lbEnd);
+  }
+  private lbEnd = 0;
+
+  /**
+   * leafData's work: the end of 0x00 and the leaf data in lb; 0 when a hash column is not
+   * text a JSON string holds as it is (leafText writes it); -1 for the general way.
+   */
+  private prepareLeaf(buf: Buffer, f: Int32Array): number {
+    if (f[1] !== 8 || f[33] !== 8) return -1;
     this.at(buf);
     const seq = int64(buf, f[0]!);
     const leaf = int64(buf, f[32]!);
-    if (!Number.isSafeInteger(seq) || !Number.isSafeInteger(leaf)) return null;
-    for (const col of [8, 12]) if (f[col + 1]! >= 0 && !(f[col + 1]! > 1 && buf[f[col]! + 1] === 0x7b)) return null; // jsonb: version 1, then '{'
+    if (!Number.isSafeInteger(seq) || !Number.isSafeInteger(leaf)) return -1;
+    for (const col of [8, 12]) if (f[col + 1]! >= 0 && !(f[col + 1]! > 1 && buf[f[col]! + 1] === 0x7b)) return -1; // jsonb: version 1, then '{'
     try {
-      if (!this.writeIso(buf, f[20]!, f[21]!)) return null;
+      if (!this.writeIso(buf, f[20]!, f[21]!)) return -1;
       const iso = this.iso;
-      if (iso[4] !== 0x2d || (iso[0] === 0x30 && iso[1] === 0x30)) return null; // years 100..9999 only
+      if (iso[4] !== 0x2d || (iso[0] === 0x30 && iso[1] === 0x30)) return -1; // years 100..9999 only
       this.writeContent(buf, f, seq, this.rowLen(f));
     } catch {
-      return null;
+      return -1;
     }
-    if (this.plainHashes(f)) return Buffer.from(this.lb.subarray(1, this.writeLeaf(buf, f, leaf)));
-    return this.leafText(buf, f, leaf).subarray(1);
+    return this.plainHashes(f) ? this.writeLeaf(buf, f, leaf) : 0;
   }
 
   /** Points sv and base at the row's bytes; returns base. */

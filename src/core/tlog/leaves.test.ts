@@ -119,7 +119,8 @@ describe('readLeaves, PostgreSQL writing the JSON (requestJsonSql)', () => {
     const { textArrayLiteral } = await import('../audit/writer.js');
     const { AUDIT_COLUMNS, toAuditRecord } = await import('../audit/read.js');
     const { OUTPUT_COLUMNS, toAgentOutput } = await import('../audit/output.js');
-    const { readLeaves, readLeavesInNode } = await import('./leaves.js');
+    const { readEntryBundle, readLeaves, readLeavesInNode } = await import('./leaves.js');
+    const { entryBundle } = await import('./tile-path.js');
     const t = await createTestDb();
     try {
       for (const a of ['agent:a', 'agent:b.c_d-e']) {
@@ -189,6 +190,11 @@ describe('readLeaves, PostgreSQL writing the JSON (requestJsonSql)', () => {
         }
         const got = await readLeaves(t.db, from, count);
         expect(got.length, `${from}+${count}`).toBe(want);
+        // The entry bundle of the range: written straight from the COPY rows or, where a leaf
+        // is not a context request the writer writes, from readLeaves; null unless whole.
+        const bundle = await readEntryBundle(t.db, from, count);
+        if (want === count) expect(bundle?.equals(entryBundle(got.map((l) => l.data))), `bundle ${from}+${count}`).toBe(true);
+        else expect(bundle, `bundle ${from}+${count}`).toBeNull();
         const ref = await reference(from, count);
         for (let k = 0; k < got.length; k++) {
           expect(got[k]!.index).toBe(from + k);
@@ -218,7 +224,7 @@ describe('entry bundles (TransparencyLog.tile)', () => {
     const { AuditWriter } = await import('../audit/writer.js');
     const { TransparencyLog } = await import('./log.js');
     const { entryBundle } = await import('./tile-path.js');
-    const { readLeavesInNode } = await import('./leaves.js');
+    const { readEntryBundle, readLeavesInNode } = await import('./leaves.js');
     const { randomUUID } = await import('node:crypto');
     const fs = await import('node:fs');
     const t = await createTestDb();
@@ -250,8 +256,12 @@ describe('entry bundles (TransparencyLog.tile)', () => {
         expect((await log.tile('entries', 0, width)).equals(entryBundle((await readLeavesInNode(t.db, 0, width)).map((l) => l.data))), `width ${width}`).toBe(true);
       }
       expect(queries - before).toBe(0);
-      // The partial bundle past the full one is read (and not kept).
+      // The partial bundle past the full one is read (and not kept), written straight from the
+      // COPY rows: no other query of the records.
       expect((await log.tile('entries', 1, 44)).equals(entryBundle((await readLeavesInNode(t.db, 256, 44)).map((l) => l.data)))).toBe(true);
+      expect(queries - before).toBe(0);
+      // Past the records: none.
+      await expect(readEntryBundle(t.db, 290, 11)).resolves.toBeNull();
     } finally {
       await t.close();
       fs.rmSync(env.SVC_DATA_DIR!, { recursive: true, force: true });

@@ -14,6 +14,7 @@ import { OUTPUT_COLUMNS, toAgentOutput, type OutputRow } from '../audit/output.j
 import { EVENT_COLUMNS, toManagementEvent, type EventRow } from '../audit/events.js';
 import { ByteChainChecker, CHECK_COLUMNS, N_CHECK_COLUMNS } from '../audit/chain-check.js';
 import { CopyBinaryReader, forEachCopyBinaryRow, int64 } from '../audit/copy-binary.js';
+import { entryBundle } from './tile-path.js';
 
 /**
  * The RFC 8785 canonical JSON of an audit record, written field by field in the canonical
@@ -197,22 +198,45 @@ function mergeLeaves<R extends { leaf_index: number | string }>(from: number, to
  * range the SQL way).
  */
 async function readLeavesByCopy(db: Db, from: number, to: number): Promise<Leaf[] | null> {
-  // COPY takes no parameters: the bounds are integers written here.
-  if (!Number.isSafeInteger(from) || !Number.isSafeInteger(to)) return null;
-  const query = `COPY (SELECT ${CHECK_COLUMNS} FROM agent_context_requests r WHERE r.leaf_index >= ${from} AND r.leaf_index < ${to} ORDER BY r.leaf_index) TO STDOUT WITH (FORMAT binary)`;
   const writer = new ByteChainChecker('', null);
   const requests: Array<{ leaf_index: number; data: Buffer | null }> = [];
   const row = (buf: Buffer, f: Int32Array): void => {
     requests.push({ leaf_index: f[33] === 8 ? int64(buf, f[32]!) : NaN, data: writer.leafData(buf, f) });
   };
+  let othersP: Promise<OtherLeaf[]> | null = null;
+  const copied = await copyRequestRows(db, from, to, row, () => {
+    othersP = othersIn(db, from, to);
+    othersP.catch(() => {}); // awaited below
+  });
+  if (!copied) return null;
+  const others = await othersP!;
+  // The records leafData leaves to the general way, one by one (rare: see leafData).
+  for (const r of requests) {
+    if (r.data) continue;
+    if (!Number.isSafeInteger(r.leaf_index)) return null;
+    const [leaf] = await readLeavesInNode(db, r.leaf_index, 1);
+    if (!leaf) return null; // gone meanwhile: the caller reads the range again
+    r.data = leaf.data;
+  }
+  return mergeLeaves(from, to, requests, (r) => r.data!, others);
+}
+
+/**
+ * The context requests whose leaf index is in [from, to), in leaf order, as binary COPY rows
+ * of CHECK_COLUMNS given to `row`; `started` is called once the COPY's connection is taken,
+ * before it runs. False when the bounds cannot be written into the COPY (it takes no
+ * parameters).
+ */
+async function copyRequestRows(db: Db, from: number, to: number, row: (buf: Buffer, f: Int32Array) => void, started?: () => void): Promise<boolean> {
+  if (!Number.isSafeInteger(from) || !Number.isSafeInteger(to)) return false;
+  const query = `COPY (SELECT ${CHECK_COLUMNS} FROM agent_context_requests r WHERE r.leaf_index >= ${from} AND r.leaf_index < ${to} ORDER BY r.leaf_index) TO STDOUT WITH (FORMAT binary)`;
   // On PostgreSQL the COPY runs on a connection of its own, taken before the other queries
   // so that it starts at once, and given back as soon as it ends (they may wait for it on a
   // pool of one): when every pooled connection is busy, postgres.js queues the next query on
   // a busy one, and on one streaming a COPY that query fails (COPY_IN_PROGRESS): entry
   // bundles asked together answered 500 now and then.
   const conn = db.raw ? await db.raw.reserve() : null;
-  const othersP = othersIn(db, from, to);
-  othersP.catch(() => {}); // awaited below
+  started?.();
   try {
     if (conn) {
       await forEachCopyBinaryRow(await conn.unsafe(query).readable(), N_CHECK_COLUMNS, row);
@@ -225,16 +249,62 @@ async function readLeavesByCopy(db: Db, from: number, to: number): Promise<Leaf[
   } finally {
     conn?.release();
   }
-  const others = await othersP;
-  // The records leafData leaves to the general way, one by one (rare: see leafData).
-  for (const r of requests) {
-    if (r.data) continue;
-    if (!Number.isSafeInteger(r.leaf_index)) return null;
-    const [leaf] = await readLeavesInNode(db, r.leaf_index, 1);
-    if (!leaf) return null; // gone meanwhile: the caller reads the range again
-    r.data = leaf.data;
+  return true;
+}
+
+/** Buffers an entry bundle is written into (each call holds its own while it writes), kept for the next. */
+const bundleScratch: Buffer[] = [];
+
+/**
+ * The entry bundle (C2SP tlog-tiles) of the leaves `from` .. `from + count - 1`, or null when
+ * not all of them exist. When every leaf of the range is a context request the chain checker's
+ * writer writes (the usual case), the COPY rows are written straight into the bundle: no
+ * Buffer and no object a leaf, and no query of the outputs and events (a range the context
+ * requests fill holds no other leaf: mergeLeaves takes the request's). Else readLeaves and
+ * entryBundle, which give the same bytes (leaves.test.ts).
+ */
+export async function readEntryBundle(db: Pick<Db, 'query'> & Partial<Pick<Db, 'raw' | 'pglite' | 'inTransaction'>>, from: number, count: number): Promise<Buffer | null> {
+  if (!db.inTransaction && (db.raw || db.pglite)) {
+    const bundle = await entryBundleByCopy(db as Db, from, from + count);
+    if (bundle) return bundle;
   }
-  return mergeLeaves(from, to, requests, (r) => r.data!, others);
+  const leaves = await readLeaves(db, from, count);
+  return leaves.length === count ? entryBundle(leaves.map((l) => l.data)) : null;
+}
+
+/** readEntryBundle's fast way: null when it cannot write the whole range so (the caller takes the general way). */
+async function entryBundleByCopy(db: Db, from: number, to: number): Promise<Buffer | null> {
+  const writer = new ByteChainChecker('', null);
+  let out = bundleScratch.pop() ?? Buffer.allocUnsafeSlow(256 * 1024);
+  let at = 0;
+  let next = from;
+  let whole = true;
+  const row = (buf: Buffer, f: Int32Array): void => {
+    if (!whole) return;
+    const n = f[33] === 8 && int64(buf, f[32]!) === next ? writer.leafDataLength(buf, f) : -1;
+    if (n < 0 || n > 0xffff) {
+      whole = false;
+      return;
+    }
+    if (at + 2 + n > out.length) {
+      const grown = Buffer.allocUnsafeSlow(Math.max(at + 2 + n, 2 * out.length));
+      out.copy(grown, 0, 0, at);
+      out = grown;
+    }
+    out[at] = n >> 8;
+    out[at + 1] = n & 0xff;
+    writer.copyLeafData(out, at + 2);
+    at += 2 + n;
+    next++;
+  };
+  try {
+    if (!(await copyRequestRows(db, from, to, row)) || !whole || next !== to) return null;
+    const bundle = Buffer.allocUnsafeSlow(at);
+    out.copy(bundle, 0, 0, at);
+    return bundle;
+  } finally {
+    if (bundleScratch.length < 4) bundleScratch.push(out);
+  }
 }
 
 /** readLeaves with every record read whole and written here (recordJson): for the records PostgreSQL might write otherwise. */

@@ -20,13 +20,12 @@ import path from 'node:path';
 import type { AppContext } from '../../shared/app-context.js';
 import { AppError } from '../../shared/errors.js';
 import type { Db } from '../db/index.js';
-import { leafCount, readLeafHashes, readLeaves } from './leaves.js';
+import { leafCount, readEntryBundle, readLeafHashes, readLeaves } from './leaves.js';
 import { appendLeaves, consistencyProof, inclusionProof, leafHash, rootHash } from './merkle.js';
 import { asBuffer, fillTileNodes, newTileCache, tileReader, treeState, warmUpperTiles, writeTiles, type TileCache } from './tiles.js';
 import { formatCheckpoint, parseCheckpoint } from './checkpoint.js';
 import { openNote, parseSignerKey, signNote } from './note.js';
 import { parseWitnessVerifierKey, verifyCosignatureLine } from './cosignature.js';
-import { entryBundle } from './tile-path.js';
 import { WebhookSender } from '../../shared/webhook-sender.js';
 
 /** The advisory lock key that serializes integration (the chain's is 7340100). */
@@ -296,9 +295,8 @@ export class TransparencyLog {
     if (level === 'entries') {
       const full = this.bundles.get(index);
       if (full) return w === 256 ? full : full.subarray(0, bundlePrefix(full, w));
-      const leaves = await readLeaves(this.ctx.db, index * 256, w);
-      if (leaves.length !== w) throw new AppError('not_found', 'No such entry bundle');
-      const bundle = entryBundle(leaves.map((x) => x.data));
+      const bundle = await readEntryBundle(this.ctx.db, index * 256, w);
+      if (!bundle) throw new AppError('not_found', 'No such entry bundle');
       if (w === 256) this.bundles.set(index, bundle);
       return bundle;
     }
