@@ -30,7 +30,7 @@ import { fileURLToPath } from 'node:url';
 import { serve } from '@hono/node-server';
 import type { Bench } from './run.js';
 import { closedLoop, cpuSeconds, fmt, httpCaller, percentile, startHelloWorld } from './load-gen.js';
-import { loadChain } from './audit.bench.js';
+import { loadChain, rollupCaughtUp } from './audit.bench.js';
 import { benchAgent } from './context.bench.js';
 import { ADMIN_KEY, createTestDb, DB_PASSWORD, REAL, testEnv, TLOG_KEY } from '../test/harness.js';
 import { NODE_FLAGS, SERVER_ENV, spawnApi } from '../test/audit/server-process.js';
@@ -433,6 +433,8 @@ async function verifySinceBench(b: Bench): Promise<void> {
     saveCheckpoint(since, verifyCheckpoint(old.note, TLOG_KEY.verifierKey));
     const proc = await spawnApi(t.appUrl!, deploymentId, { DATABASE_MIGRATION_URL: t.ownerUrl!, LOG_LEVEL: 'error' }, ['api'], NODE_ARGS);
     try {
+      const rollupS = await rollupCaughtUp(t);
+      b.print(`${rollupS.toFixed(1)} s | waited after the server's start until the analytics rollup had counted the new records (set-up, not a target: the verify is timed alone) | ${where}`);
       const cpu0 = cpuSeconds(proc.child.pid!);
       const r = await runCli(['audit', 'verify', '--since', since, '--endpoint', proc.url, '--log-key', TLOG_KEY.verifierKey], {
         HOME: dir,
