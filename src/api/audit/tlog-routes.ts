@@ -78,6 +78,14 @@ export const routes = {
     const log = transparencyLog(ctx);
     await log.checkAgainstPublished();
     await log.warm();
-    return log.startLoop();
+    const stopLoop = log.startLoop();
+    // The proof path's JIT warm-up (warmProofs), in the background: the service answers meanwhile.
+    const warming = new AbortController();
+    const warmed = log.warmProofs({ signal: warming.signal }).catch((e) => ctx.logger.warn('proof warm-up failed', { error: e as Error }));
+    return async () => {
+      warming.abort();
+      await warmed;
+      await stopLoop();
+    };
   },
 } satisfies RouteModule<operations>;

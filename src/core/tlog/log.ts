@@ -48,6 +48,9 @@ const CHUNK = 20_000;
 const TURNS_PER_CHECKPOINT = 5;
 /** The shortest turn: below 5 x 100 ms (tests' intervals), one turn an interval, as before. */
 const MIN_TURN_MS = 100;
+/** Proofs of each kind made by warmProofs at start, and the least tree size it runs for. */
+const WARM_PROOFS = 1500;
+const WARM_PROOFS_MIN_LEAVES = 65_536;
 /** Bytes of full entry bundles kept (about 300,000 leaves of audit.bench's records, 850 bytes each). */
 const BUNDLE_CACHE_BYTES = 64 * 1024 * 1024;
 
@@ -98,6 +101,39 @@ export class TransparencyLog {
    */
   async warm(): Promise<{ tiles: number }> {
     return { tiles: await warmUpperTiles(this.ctx.db, this.cache) };
+  }
+
+  /**
+   * Runs the proof path `calls` times of each kind (inclusion, then consistency, on leaves
+   * and sizes drawn at random below the latest checkpoint) when the tree has at least
+   * WARM_PROOFS_MIN_LEAVES leaves, one call at a time and yielding to the event loop between
+   * two, until done or `signal` aborts. Run in the background as the log starts: V8 optimizes
+   * a function only after it has run a while, and a server a moment up answered the proofs of
+   * a 10,000,000-leaf tree with a p99 over 5 ms (5.4-7.0 ms after 600 calls; 3.7-3.9 ms after
+   * 3,600; README, the transparency log's figures). Answers how many proofs were made.
+   */
+  async warmProofs(opts: { calls?: number; minLeaves?: number; signal?: AbortSignal } = {}): Promise<{ proofs: number }> {
+    const calls = opts.calls ?? WARM_PROOFS;
+    const size = await this.checkpointSize();
+    if (size < Math.max(2, opts.minLeaves ?? WARM_PROOFS_MIN_LEAVES)) return { proofs: 0 };
+    let proofs = 0;
+    let seed = size >>> 0 || 1;
+    // xorshift32: any spread of leaves will do, and the same one at every start of a tree.
+    const next = (below: number) => {
+      seed ^= seed << 13;
+      seed ^= seed >>> 17;
+      seed ^= seed << 5;
+      return Math.floor(((seed >>> 0) / 2 ** 32) * below);
+    };
+    for (let i = 0; i < calls && !opts.signal?.aborted && !this.stopped; i++) {
+      await this.inclusion({ leafIndex: next(size), treeSize: size });
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      if (opts.signal?.aborted) break;
+      await this.consistency({ from: 1 + next(size - 1), to: size });
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      proofs += 2;
+    }
+    return { proofs };
   }
 
   /**
