@@ -10,8 +10,8 @@
  *    same calls again), and the same over HTTP (the api service's app on a socket of this
  *    process, without its start hook: its start check refuses a tree larger than the records;
  *    its log warmed as the hook warms it); then the compiled API app (dist/) in a server
- *    process of its own, just started (its start warm-up, TransparencyLog.warm and .warmProofs,
- *    awaited; then 600 calls) and steady (3,000 more: V8 has
+ *    process of its own, just started (its start warm-up, TransparencyLog.warm and the api
+ *    service's warmUp, awaited; then 600 calls) and steady (3,000 more: V8 has
  *    optimized its request path by then), each on leaves new to its log.
  * 2. `svc audit verify --since` over TLOG_BENCH_VERIFY_LEAVES (1,000,000) new leaves,
  *    >= 500,000 leaves/s and < 256 MB: a chain of records bulk-loaded as audit.bench loads
@@ -207,7 +207,7 @@ async function proofBench(b: Bench): Promise<void> {
       // The app's log (the context's), warmed as the module's start hook warms it (the hook
       // itself is not run, see above); the level-0 tiles it reads are those of the calls below.
       await transparencyLog(ctx).warm();
-      await transparencyLog(ctx).warmProofs();
+      await apiService.warmUp!(ctx, app, new AbortController().signal);
       const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' });
       await new Promise<void>((resolve) => (server.listening ? resolve() : server.once('listening', () => resolve())));
       const port = (server.address() as { port: number }).port;
@@ -335,9 +335,9 @@ const db = await openDb({ url: process.env.PROOF_DB_URL, password: process.env.P
 const ctx = await createAppContext(loadConfig(JSON.parse(process.env.PROOF_ENV)), { logger: memoryLogger('warn'), db, skipMigrations: true });
 const app = await apiService.createApp(ctx);
 await transparencyLog(ctx).warm();
-// As the start hook does, in the background there (the benchmark waits for it: a server up the few seconds it takes).
+// As the launcher does once the service is up, in the background there (the benchmark waits for it: a server up the few seconds it takes).
 const w0 = performance.now();
-const { proofs } = (await transparencyLog(ctx).warmProofs?.()) ?? { proofs: 0 }; // ?.: a build from before it, for A/B
+const proofs = (await apiService.warmUp?.(ctx, app, new AbortController().signal)) ?? 0; // ?.: a build from before it, for A/B
 const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => process.send({ port: info.port, proofs, ms: performance.now() - w0 }));
 process.once('message', () => server.close(async () => { await ctx.close(); await db.close(); process.exit(0); }));
 `;
@@ -356,7 +356,7 @@ async function startProofServer(dbUrl: string, env: Record<string, string | unde
   return {
     port,
     pid: child.pid!,
-    warmUp: `${proofs} proofs of warm-up in ${fmt(ms / 1000, 1)} s`,
+    warmUp: `${proofs} proof requests of warm-up in ${fmt(ms / 1000, 1)} s`,
     async stop() {
       if (child.exitCode === null) child.send('stop');
       await exited;

@@ -56,8 +56,12 @@ async function startOne(ctx: AppContext, name: ServiceName, portOverride?: numbe
   const wanted = portOverride ?? def.port(ctx.config);
   let server: net.Server;
   let h2: H2cServer | null = null;
+  const warming = new AbortController();
+  let warmUp: (() => Promise<number>) | null = null;
   if (def.kind === 'http') {
     const app = await def.createApp(ctx);
+    const w = def.warmUp;
+    if (w) warmUp = () => w(ctx, app, warming.signal);
     // A service may serve some requests itself before the app (see HttpServiceDef.preHandle).
     const pre = def.preHandle?.(ctx);
     // A service with a CORS policy (the control plane) answers browsers of the CORS_ORIGINS
@@ -147,6 +151,13 @@ async function startOne(ctx: AppContext, name: ServiceName, portOverride?: numbe
     await new Promise<void>((resolve) => server.close(() => resolve()));
     throw e;
   }
+  // The service's warm-up (HttpServiceDef.warmUp), in the background: callers are served meanwhile.
+  const warmed = warmUp
+    ? warmUp().then(
+        (requests) => requests > 0 && ctx.logger.info('warm-up done', { service: name, requests }),
+        (e) => ctx.logger.warn('warm-up failed', { service: name, error: e as Error }),
+      )
+    : null;
   let closing: Promise<void> | null = null;
   return {
     name,
@@ -156,6 +167,8 @@ async function startOne(ctx: AppContext, name: ServiceName, portOverride?: numbe
     server,
     close() {
       closing ??= (async () => {
+        warming.abort();
+        await warmed;
         if (stopJobs) await stopJobs();
         await new Promise<void>((resolve) => {
           const timer = setTimeout(() => {

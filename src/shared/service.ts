@@ -35,6 +35,13 @@ export interface HttpServiceDef extends ServiceBase {
    */
   preHandle?(ctx: AppContext): HttpPreHandler;
   /**
+   * Optional: once the service is up, the launcher runs this in the background (stopped
+   * through `signal` when the service closes): requests made to the service's own app, not
+   * logged nor measured, so that V8 has compiled a path before callers come (the modules'
+   * `warmUp` paths). Answers the number of requests made.
+   */
+  warmUp?(ctx: AppContext, app: Hono, signal: AbortSignal): Promise<number>;
+  /**
    * Optional: what a browser page of a CORS_ORIGINS origin may send and read (preflights
    * answered, allow headers set, before preHandle and the app; see http/cors.ts).
    */
@@ -82,4 +89,6 @@ export interface RouteModule<Ops extends OperationsShape<Ops>> {
   /** Requests this module serves itself before the edge (see HttpServiceDef.preHandle). */
   preHandle?: (ctx: AppContext) => HttpPreHandler;
   start?: ServiceBase['start'];
+  /** GET paths run through the app once the service is up (see HttpServiceDef.warmUp). */
+  warmUp?: (ctx: AppContext) => Promise<string[]>;
 }

@@ -1,73 +1,109 @@
 /**
- * The proof path's warm-up at start (TransparencyLog.warmProofs): on a tree of synthetic leaf
- * hashes stored as the integrator stores them, it makes `calls` proofs of each kind below the
- * latest checkpoint, none for a tree under its least size, and stops when aborted.
+ * The proof path's warm-up as the API starts (the tlog module's warmUp, run by the launcher
+ * through HttpServiceDef.warmUp): on a tree of 65,536 synthetic leaf hashes stored as the
+ * integrator stores them, the api service makes 1,500 inclusion and 1,500 consistency
+ * requests to its own app, each a proof that verifies (RFC 9162 verifier of the tests),
+ * neither logged nor measured; none for a tree under 65,536 leaves; stopped by its signal.
  */
 import { hash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, testEnv, TLOG_KEY, type TestDb } from '../harness.js';
+import { createAppContext, type AppContext } from '../../src/shared/app-context.js';
 import { loadConfig } from '../../src/shared/config.js';
 import { memoryLogger } from '../../src/shared/logger.js';
+import { metricsText } from '../../src/shared/metrics.js';
+import { apiService } from '../../src/api/index.js';
 import { TransparencyLog } from '../../src/core/tlog/log.js';
 import { appendLeaves, rootHash } from '../../src/core/tlog/merkle.js';
 import { newTileCache, tileReader, treeState, writeTiles } from '../../src/core/tlog/tiles.js';
 import { formatCheckpoint } from '../../src/core/tlog/checkpoint.js';
 import { signNote } from '../../src/core/tlog/note.js';
+import { rfcVerifyConsistency, rfcVerifyInclusion } from './rfc9162.js';
+import type { Hono } from 'hono';
 
-const N = 700;
+const N = 65_536;
+const leafHashes = Array.from({ length: N }, (_, i) => hash('sha256', `leaf ${i}`, 'buffer'));
 let t: TestDb;
-let log: TransparencyLog;
+let ctx: AppContext;
+let logger: ReturnType<typeof memoryLogger>;
+let app: Hono;
+const roots = new Map<number, Buffer>();
 beforeAll(async () => {
   t = await createTestDb();
-  const hashes = Array.from({ length: N }, (_, i) => hash('sha256', `leaf ${i}`, 'buffer'));
   const state = await treeState(t.db);
-  await writeTiles(t.db, appendLeaves(state.size, state.lastTiles, hashes).tiles);
-  const root = await rootHash(tileReader(t.db, newTileCache()), N);
+  await writeTiles(t.db, appendLeaves(state.size, state.lastTiles, leafHashes).tiles);
+  const read = tileReader(t.db, newTileCache());
+  const root = await rootHash(read, N);
+  roots.set(N, root);
   const note = signNote(formatCheckpoint({ origin: 'svc.test/audit-log', size: N, root }), TLOG_KEY.signerKey);
   await t.db.query('INSERT INTO audit_tlog_checkpoints (tree_size, root_hash, note) VALUES ($1, $2, $3)', [N, root, note]);
-  log = new TransparencyLog({ db: t.db, config: loadConfig(testEnv()), logger: memoryLogger('warn') });
-});
+  logger = memoryLogger('info');
+  ctx = await createAppContext(loadConfig(testEnv({ LOG_LEVEL: 'info' })), { logger, db: t.db, skipMigrations: true });
+  app = await apiService.createApp(ctx);
+}, 120_000);
 afterAll(async () => {
+  await ctx?.close();
   await t?.close();
 });
 
-/** Counts the queries made through the log's database while `fn` runs. */
-async function counting<T>(fn: () => Promise<T>): Promise<{ value: T; queries: number }> {
-  const query = t.db.query.bind(t.db);
-  let queries = 0;
-  t.db.query = ((...args: Parameters<typeof query>) => {
-    queries++;
-    return query(...args);
-  }) as typeof t.db.query;
-  try {
-    return { value: await fn(), queries };
-  } finally {
-    t.db.query = query;
+/** The count of the proof routes' observations in the metrics. */
+async function observed(): Promise<number> {
+  const { body } = await metricsText();
+  let n = 0;
+  for (const line of body.split('\n')) {
+    if (line.startsWith('svc_http_request_duration_seconds_count{') && line.includes('route="/api/audit/proof/')) n += Number(line.split(' ').pop());
   }
+  return n;
 }
 
-describe('warmProofs', () => {
-  it('makes `calls` inclusion and consistency proofs, reading the tree', async () => {
-    const { value, queries } = await counting(() => log.warmProofs({ calls: 40, minLeaves: 2 }));
-    expect(value).toEqual({ proofs: 80 });
-    expect(queries).toBeGreaterThan(0);
+describe('the proofs warm-up', () => {
+  it('asks 1,500 inclusion and 1,500 consistency proofs below the latest checkpoint, each one that verifies', async () => {
+    const paths = await new TransparencyLog(ctx).warmUpPaths();
+    expect(paths.length).toBe(3000);
+    expect(paths.filter((p) => p.startsWith('/api/audit/proof/inclusion?')).length).toBe(1500);
+    // A sample through the app, checked with the tests' own RFC 9162 verifier.
+    for (const p of paths.slice(0, 40)) {
+      const res = await app.fetch(new Request(`http://x${p}`));
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { leaf_index?: number; tree_size?: number; from?: number; to?: number; hashes: string[] };
+      const proof = body.hashes.map((h) => Buffer.from(h, 'base64'));
+      if (body.leaf_index !== undefined) {
+        expect(body.tree_size).toBe(N);
+        expect(rfcVerifyInclusion(leafHashes[body.leaf_index]!, body.leaf_index, N, proof, roots.get(N)!)).toBe(true);
+      } else {
+        expect(body.to).toBe(N);
+        const from = await rootHash(tileReader(t.db, newTileCache()), body.from!);
+        expect(rfcVerifyConsistency(body.from!, N, proof, from, roots.get(N)!)).toBe(true);
+      }
+    }
   });
 
-  it('makes none under its least tree size (65,536 leaves by default)', async () => {
-    const { value, queries } = await counting(() => log.warmProofs({ calls: 40 }));
-    expect(value).toEqual({ proofs: 0 });
-    // The checkpoint's size (cached for 200 ms by the log) at most.
-    expect(queries).toBeLessThanOrEqual(1);
-    expect(await log.warmProofs({ calls: 40, minLeaves: N + 1 })).toEqual({ proofs: 0 });
+  it('makes them through the app, neither logged nor measured', { timeout: 60_000 }, async () => {
+    const before = await observed();
+    const lines = logger.lines.length;
+    const made = await apiService.warmUp!(ctx, app, new AbortController().signal);
+    expect(made).toBe(3000);
+    expect(await observed()).toBe(before);
+    expect(logger.lines.slice(lines).filter((l) => l.includes('"request"'))).toEqual([]);
+    // A caller's request is both.
+    expect((await app.fetch(new Request(`http://x/api/audit/proof/inclusion?leaf_index=5&tree_size=${N}`))).status).toBe(200);
+    expect(await observed()).toBe(before + 1);
+    expect(logger.lines.slice(lines).filter((l) => l.includes('"request"')).length).toBe(1);
   });
 
   it('stops when its signal aborts', async () => {
     const stop = new AbortController();
-    const running = log.warmProofs({ calls: 100_000, minLeaves: 2, signal: stop.signal });
+    const running = apiService.warmUp!(ctx, app, stop.signal);
     await new Promise((r) => setTimeout(r, 50));
     stop.abort();
-    const { proofs } = await running;
-    expect(proofs).toBeGreaterThan(0);
-    expect(proofs).toBeLessThan(200_000);
+    const made = await running;
+    expect(made).toBeGreaterThan(0);
+    expect(made).toBeLessThan(3000);
+  });
+
+  it('asks none under 65,536 leaves', async () => {
+    const log = new TransparencyLog(ctx);
+    expect(await log.warmUpPaths({ minLeaves: N + 1 })).toEqual([]);
+    expect((await log.warmUpPaths({ minLeaves: 2, calls: 3 })).length).toBe(6);
   });
 });

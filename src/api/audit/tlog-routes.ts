@@ -74,18 +74,12 @@ export const routes = {
       return { status: 200, body: await transparencyLog(ctx).consistency({ from: req.query.from, to: req.query.to }) };
     },
   },
+  // Proofs run once the API is up, so that V8 has compiled their path before callers come.
+  warmUp: (ctx) => transparencyLog(ctx).warmUpPaths(),
   async start(ctx) {
     const log = transparencyLog(ctx);
     await log.checkAgainstPublished();
     await log.warm();
-    const stopLoop = log.startLoop();
-    // The proof path's JIT warm-up (warmProofs), in the background: the service answers meanwhile.
-    const warming = new AbortController();
-    const warmed = log.warmProofs({ signal: warming.signal }).catch((e) => ctx.logger.warn('proof warm-up failed', { error: e as Error }));
-    return async () => {
-      warming.abort();
-      await warmed;
-      await stopLoop();
-    };
+    return log.startLoop();
   },
 } satisfies RouteModule<operations>;

@@ -71,6 +71,12 @@ export interface OpenApiAppOptions<Ops extends OperationsShape<Ops>, C> {
 type EdgeEnv = { Variables: { requestId: string; route: { operationId?: string; path: string; method: string } | undefined } };
 
 /**
+ * The bindings of a request the service makes to its own app as it starts (see
+ * HttpServiceDef.warmUp): answered as any other, but neither logged nor measured.
+ */
+export const WARM_UP_BINDINGS = Object.freeze({ warmUp: true });
+
+/**
  * The edge's admin-key refusal, for an operation that needs the key only sometimes (the
  * transparency log's entry bundles, public when TLOG_PUBLIC=1): null when `presented` is one
  * of `keys`, else the error the edge answers for AdminKey operations.
@@ -226,6 +232,7 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
     } catch {
       // A Response with immutable headers (none of ours): it keeps its own.
     }
+    if (c.env === WARM_UP_BINDINGS) return;
     const ms = performance.now() - startedAt;
     const t = timerOf(raw.method, c.get('route'));
     t.observe(res.status, ms);

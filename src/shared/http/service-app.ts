@@ -9,7 +9,7 @@ import type { HttpServiceDef, RouteModule, ServiceName } from '../service.js';
 import { SERVICE_VERSION } from '../version.js';
 import type { components } from '../../../gen/openapi/control-plane.js';
 import type { OperationsShape, ServesEvery } from './contract-types.js';
-import { createOpenApiApp } from './openapi-app.js';
+import { createOpenApiApp, WARM_UP_BINDINGS } from './openapi-app.js';
 
 export const SPEC_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../spec');
 
@@ -85,6 +85,7 @@ function serviceDef<Ops extends OperationsShape<Ops>>(opts: {
     return out as NonNullable<RouteModule<Ops>[K]>;
   };
   const starters = opts.modules.map((m) => m.start).filter((s): s is NonNullable<RouteModule<Ops>['start']> => !!s);
+  const warmers = opts.modules.map((m) => m.warmUp).filter((w): w is NonNullable<RouteModule<Ops>['warmUp']> => !!w);
   const pres = opts.modules.map((m) => m.preHandle).filter((p): p is NonNullable<RouteModule<Ops>['preHandle']> => !!p);
   return {
     kind: 'http',
@@ -109,6 +110,22 @@ function serviceDef<Ops extends OperationsShape<Ops>>(opts: {
       ? (ctx: AppContext) => {
           const handlers = pres.map((p) => p(ctx));
           return (req, res) => handlers.some((h) => h(req, res));
+        }
+      : undefined,
+    warmUp: warmers.length
+      ? async (ctx, app, signal) => {
+          let made = 0;
+          for (const w of warmers) {
+            for (const p of signal.aborted ? [] : await w(ctx)) {
+              if (signal.aborted) break;
+              const res = await app.fetch(new Request(`http://warm-up.invalid${p}`), WARM_UP_BINDINGS);
+              await res.arrayBuffer();
+              made++;
+              // One at a time, callers' requests served between two.
+              await new Promise<void>((resolve) => setImmediate(resolve));
+            }
+          }
+          return made;
         }
       : undefined,
     start: starters.length
