@@ -13,6 +13,7 @@ import { loadConfig } from '../../src/shared/config.js';
 import { memoryLogger } from '../../src/shared/logger.js';
 import { metricsText } from '../../src/shared/metrics.js';
 import { apiService } from '../../src/api/index.js';
+import { routes as tlogRoutes } from '../../src/api/audit/tlog-routes.js';
 import { TransparencyLog } from '../../src/core/tlog/log.js';
 import { appendLeaves, rootHash } from '../../src/core/tlog/merkle.js';
 import { newTileCache, tileReader, treeState, writeTiles } from '../../src/core/tlog/tiles.js';
@@ -58,7 +59,7 @@ async function observed(): Promise<number> {
 
 describe('the proofs warm-up', () => {
   it('asks 1,500 inclusion and 1,500 consistency proofs below the latest checkpoint, each one that verifies', async () => {
-    const paths = await new TransparencyLog(ctx).warmUpPaths();
+    const paths = await tlogRoutes.warmUp(ctx);
     expect(paths.length).toBe(3000);
     expect(paths.filter((p) => p.startsWith('/api/audit/proof/inclusion?')).length).toBe(1500);
     // A sample through the app, checked with the tests' own RFC 9162 verifier.
@@ -103,7 +104,9 @@ describe('the proofs warm-up', () => {
 
   it('asks none under 65,536 leaves', async () => {
     const log = new TransparencyLog(ctx);
-    expect(await log.warmUpPaths({ minLeaves: N + 1 })).toEqual([]);
-    expect((await log.warmUpPaths({ minLeaves: 2, calls: 3 })).length).toBe(6);
+    expect(await log.warmUpDraws({ minLeaves: N + 1 })).toEqual({ size: N, leaves: [], froms: [] });
+    const few = await log.warmUpDraws({ minLeaves: 2, calls: 3 });
+    expect(few.leaves.length).toBe(3);
+    expect(few.froms.every((f) => f >= 1 && f < N)).toBe(true);
   });
 });

@@ -74,8 +74,12 @@ export const routes = {
       return { status: 200, body: await transparencyLog(ctx).consistency({ from: req.query.from, to: req.query.to }) };
     },
   },
-  // Proofs run once the API is up, so that V8 has compiled their path before callers come.
-  warmUp: (ctx) => transparencyLog(ctx).warmUpPaths(),
+  // Proofs asked of the app once the API is up, inclusion and consistency in turn, so that V8
+  // has compiled their whole path before callers come (HttpServiceDef.warmUp).
+  async warmUp(ctx) {
+    const { size, leaves, froms } = await transparencyLog(ctx).warmUpDraws();
+    return leaves.flatMap((leaf, i) => [`/api/audit/proof/inclusion?leaf_index=${leaf}&tree_size=${size}`, `/api/audit/proof/consistency?from=${froms[i]}&to=${size}`]);
+  },
   async start(ctx) {
     const log = transparencyLog(ctx);
     await log.checkAgainstPublished();

@@ -104,18 +104,17 @@ export class TransparencyLog {
   }
 
   /**
-   * The proof requests the API runs through its own app once it is up (the module's warmUp,
-   * see HttpServiceDef.warmUp): `calls` inclusion and `calls` consistency proofs, alternated,
-   * at leaves and sizes drawn below the latest checkpoint, when the tree has at least
-   * WARM_PROOFS_MIN_LEAVES leaves (none otherwise). V8 optimizes a function only after it has
-   * run a while: a server a moment up answered the proofs of a 10,000,000-leaf tree with a p99
-   * over 5 ms (5.4-7.0 ms after 600 calls; 3.7-3.9 ms after 3,600; README, the transparency
-   * log's figures).
+   * What the API proves once it is up, to warm the proofs' path (the tlog module's warmUp,
+   * see HttpServiceDef.warmUp): `calls` leaves and `calls` old sizes drawn below the latest
+   * checkpoint's size, when the tree has at least WARM_PROOFS_MIN_LEAVES leaves (none
+   * otherwise). V8 optimizes a function only after it has run a while: a server a moment up
+   * answered the proofs of a 10,000,000-leaf tree with a p99 over 5 ms (5.4-7.0 ms after 600
+   * calls; 3.7-3.9 ms after 3,600; README, the transparency log's figures).
    */
-  async warmUpPaths(opts: { calls?: number; minLeaves?: number } = {}): Promise<string[]> {
+  async warmUpDraws(opts: { calls?: number; minLeaves?: number } = {}): Promise<{ size: number; leaves: number[]; froms: number[] }> {
     const calls = opts.calls ?? WARM_PROOFS;
     const size = await this.checkpointSize();
-    if (size < Math.max(2, opts.minLeaves ?? WARM_PROOFS_MIN_LEAVES)) return [];
+    if (size < Math.max(2, opts.minLeaves ?? WARM_PROOFS_MIN_LEAVES)) return { size, leaves: [], froms: [] };
     let seed = size >>> 0 || 1;
     // xorshift32: any spread of leaves will do, and the same one at every start of a tree.
     const next = (below: number) => {
@@ -124,12 +123,13 @@ export class TransparencyLog {
       seed ^= seed << 5;
       return Math.floor(((seed >>> 0) / 2 ** 32) * below);
     };
-    const paths: string[] = [];
+    const leaves: number[] = [];
+    const froms: number[] = [];
     for (let i = 0; i < calls; i++) {
-      paths.push(`/api/audit/proof/inclusion?leaf_index=${next(size)}&tree_size=${size}`);
-      paths.push(`/api/audit/proof/consistency?from=${1 + next(size - 1)}&to=${size}`);
+      leaves.push(next(size));
+      froms.push(1 + next(size - 1));
     }
-    return paths;
+    return { size, leaves, froms };
   }
 
   /**
