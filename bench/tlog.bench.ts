@@ -40,13 +40,11 @@ import { createAppContext, ensureGenesis, systemClock } from '../src/shared/app-
 import { loadConfig } from '../src/shared/config.js';
 import { memoryLogger } from '../src/shared/logger.js';
 import { TransparencyLog, transparencyLog } from '../src/core/tlog/log.js';
-import { appendLeaves, rootHash } from '../src/core/tlog/merkle.js';
-import { newTileCache, tileReader, treeState, writeTiles } from '../src/core/tlog/tiles.js';
-import { formatCheckpoint } from '../src/core/tlog/checkpoint.js';
-import { parseSignerKey, signNote } from '../src/core/tlog/note.js';
+import { parseSignerKey } from '../src/core/tlog/note.js';
 import { saveCheckpoint, verifyCheckpoint } from '../cli/lib/tlog-trust.js';
 import { apiService } from '../src/api/index.js';
 import { rng } from '../test/rng.js';
+import { appendSynthetic, storeCheckpoint } from '../test/tlog/synthetic-tree.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const PROOF_LEAVES = Number(process.env.TLOG_BENCH_PROOF_LEAVES ?? 10_000_000);
@@ -146,13 +144,9 @@ async function proofBench(b: Bench): Promise<void> {
         idx.writeBigUInt64BE(BigInt(from + k));
         hashes[k] = hash('sha256', idx, 'buffer');
       }
-      const state = await treeState(t.db);
-      if (state.size !== from) throw new Error(`tree size ${state.size}, expected ${from}`);
-      await writeTiles(t.db, appendLeaves(state.size, state.lastTiles, hashes).tiles);
+      await appendSynthetic(t.db, from, hashes);
     }
-    const root = await rootHash(tileReader(t.db, newTileCache()), n);
-    const note = signNote(formatCheckpoint({ origin: ORIGIN, size: n, root }), TLOG_KEY.signerKey);
-    await t.db.query('INSERT INTO audit_tlog_checkpoints (tree_size, root_hash, note) VALUES ($1, $2, $3)', [n, root, note]);
+    await storeCheckpoint(t.db, ORIGIN, n);
     await t.owner.query('ANALYZE audit_tlog_tiles');
     const buildS = (performance.now() - t0) / 1000;
     const [sz] = await t.owner.query<{ mb: number }>(`SELECT pg_total_relation_size('audit_tlog_tiles') / 1048576.0 AS mb`);

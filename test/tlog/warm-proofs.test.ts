@@ -7,7 +7,7 @@
  */
 import { hash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDb, testEnv, TLOG_KEY, type TestDb } from '../harness.js';
+import { createTestDb, testEnv, type TestDb } from '../harness.js';
 import { createAppContext, type AppContext } from '../../src/shared/app-context.js';
 import { loadConfig } from '../../src/shared/config.js';
 import { memoryLogger } from '../../src/shared/logger.js';
@@ -15,10 +15,9 @@ import { metricsText } from '../../src/shared/metrics.js';
 import { apiService } from '../../src/api/index.js';
 import { routes as tlogRoutes } from '../../src/api/audit/tlog-routes.js';
 import { TransparencyLog } from '../../src/core/tlog/log.js';
-import { appendLeaves, rootHash } from '../../src/core/tlog/merkle.js';
-import { newTileCache, tileReader, treeState, writeTiles } from '../../src/core/tlog/tiles.js';
-import { formatCheckpoint } from '../../src/core/tlog/checkpoint.js';
-import { signNote } from '../../src/core/tlog/note.js';
+import { rootHash } from '../../src/core/tlog/merkle.js';
+import { newTileCache, tileReader } from '../../src/core/tlog/tiles.js';
+import { appendSynthetic, storeCheckpoint } from './synthetic-tree.js';
 import { rfcVerifyConsistency, rfcVerifyInclusion } from './rfc9162.js';
 import type { Hono } from 'hono';
 
@@ -31,13 +30,8 @@ let app: Hono;
 const roots = new Map<number, Buffer>();
 beforeAll(async () => {
   t = await createTestDb();
-  const state = await treeState(t.db);
-  await writeTiles(t.db, appendLeaves(state.size, state.lastTiles, leafHashes).tiles);
-  const read = tileReader(t.db, newTileCache());
-  const root = await rootHash(read, N);
-  roots.set(N, root);
-  const note = signNote(formatCheckpoint({ origin: 'svc.test/audit-log', size: N, root }), TLOG_KEY.signerKey);
-  await t.db.query('INSERT INTO audit_tlog_checkpoints (tree_size, root_hash, note) VALUES ($1, $2, $3)', [N, root, note]);
+  await appendSynthetic(t.db, 0, leafHashes);
+  roots.set(N, await storeCheckpoint(t.db, 'svc.test/audit-log', N));
   logger = memoryLogger('info');
   ctx = await createAppContext(loadConfig(testEnv({ LOG_LEVEL: 'info' })), { logger, db: t.db, skipMigrations: true });
   app = await apiService.createApp(ctx);

@@ -48,7 +48,7 @@ const CHUNK = 20_000;
 const TURNS_PER_CHECKPOINT = 5;
 /** The shortest turn: below 5 x 100 ms (tests' intervals), one turn an interval, as before. */
 const MIN_TURN_MS = 100;
-/** Proofs of each kind made by warmProofs at start, and the least tree size it runs for. */
+/** Proofs of each kind the API asks of itself once up (warmUpDraws), and the least tree size it does so for. */
 const WARM_PROOFS = 1500;
 const WARM_PROOFS_MIN_LEAVES = 65_536;
 /** Bytes of full entry bundles kept (about 300,000 leaves of audit.bench's records, 850 bytes each). */
@@ -115,14 +115,7 @@ export class TransparencyLog {
     const calls = opts.calls ?? WARM_PROOFS;
     const size = await this.checkpointSize();
     if (size < Math.max(2, opts.minLeaves ?? WARM_PROOFS_MIN_LEAVES)) return { size, leaves: [], froms: [] };
-    let seed = size >>> 0 || 1;
-    // xorshift32: any spread of leaves will do, and the same one at every start of a tree.
-    const next = (below: number) => {
-      seed ^= seed << 13;
-      seed ^= seed >>> 17;
-      seed ^= seed << 5;
-      return Math.floor(((seed >>> 0) / 2 ** 32) * below);
-    };
+    const next = (below: number) => Math.floor(Math.random() * below);
     const leaves: number[] = [];
     const froms: number[] = [];
     for (let i = 0; i < calls; i++) {

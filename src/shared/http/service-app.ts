@@ -1,5 +1,6 @@
 /** Assembles an HTTP service from its contract and the route modules of its resource folders. */
 import { readFileSync } from 'node:fs';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
@@ -122,7 +123,7 @@ function serviceDef<Ops extends OperationsShape<Ops>>(opts: {
               await res.arrayBuffer();
               made++;
               // One at a time, callers' requests served between two.
-              await new Promise<void>((resolve) => setImmediate(resolve));
+              await nextTurn();
             }
           }
           return made;
