@@ -8,13 +8,13 @@
  */
 import fs from 'node:fs';
 import { spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { hash, randomUUID } from 'node:crypto';
 import type { Bench } from './run.js';
 import { closedLoop, cpuSeconds, fmt, peakRssMb } from './load-gen.js';
 import { ADMIN_KEY, createTestDb, type TestDb } from '../test/harness.js';
 import { spawnApi } from '../test/audit/server-process.js';
 import { ensureGenesis, systemClock } from '../src/shared/app-context.js';
-import { computeContentHash, computeRecordHash, type ChainFields } from '../src/core/audit/hash.js';
+import { computeContentHash, computeRecordHash, contentHashInput, recordHashInput, type ChainFields } from '../src/core/audit/hash.js';
 import { AuditWriter, textArrayLiteral } from '../src/core/audit/writer.js';
 import { COPY_OUT_SETTINGS, copyQuery, verifyAuditChain } from '../src/core/audit/verify.js';
 import { memoryLogger } from '../src/shared/logger.js';
@@ -42,6 +42,53 @@ function fields(i: number, seq: number, at: Date): ChainFields {
     chain_id: null,
     parent_request_id: null,
   };
+}
+
+/** The leaf data of record i of such a chain (its canonical JSON as the read endpoint answers it). */
+function leafData(f: ChainFields, i: number, prevRh: string, rh: string, ch: string): string {
+  return auditRecordJson({
+    request_id: f.request_id, agent_id: f.agent_id, task_type: f.task_type, request_params: f.request_params, intent_valid: f.intent_valid,
+    validation_errors: f.validation_errors, context_bundle_ids: f.context_bundle_ids, context_scd_ids: f.context_scd_ids,
+    processing_time_ms: f.processing_time_ms, requested_at: f.requested_at.toISOString(), chain_sequence: f.chain_sequence,
+    previous_hash: prevRh, record_hash: rh, content_hash: ch, chain_id: null, parent_request_id: null, leaf_index: i,
+  });
+}
+
+/**
+ * The checking's floor on this machine, in µs of CPU per record: SHA-256 alone of the four
+ * inputs each record of the chain needs hashed by any verify of the chains and the tree
+ * (GET /api/audit/verify, and `svc audit verify --since` in the CLI): its record_hash input,
+ * its content_hash input, 0x00 and its leaf data, and one tree node (0x01 and two hashes: a
+ * tree of n leaves has n - 1). node:crypto's one-shot `hash`, as verify and the CLI call it,
+ * with each output as they ask for it; the inputs of `m` records of this chain are prepared
+ * beforehand, so nothing but the hashing is timed. The lowest of three rounds.
+ */
+function hashFloorUs(m: number): number {
+  const inputs: Buffer[] = [];
+  let prevRh = '0'.repeat(64);
+  let prevCh = prevRh;
+  const at = Date.now();
+  for (let i = 0; i < m; i++) {
+    const f = fields(i, i + 1, new Date(at + i));
+    const rh = computeRecordHash(f, prevRh);
+    const ch = computeContentHash(f, prevCh);
+    inputs.push(Buffer.from(recordHashInput(f, prevRh)), Buffer.from(contentHashInput(f, prevCh)), Buffer.from(`\0${leafData(f, i, prevRh, rh, ch)}`), Buffer.alloc(65, 1));
+    prevRh = rh;
+    prevCh = ch;
+  }
+  let best = Infinity;
+  for (let r = 0; r < 3; r++) {
+    const c0 = process.cpuUsage();
+    for (let k = 0; k < inputs.length; k += 4) {
+      hash('sha256', inputs[k]!, 'hex');
+      hash('sha256', inputs[k + 1]!, 'hex');
+      hash('sha256', inputs[k + 2]!, 'binary');
+      hash('sha256', inputs[k + 3]!, 'buffer');
+    }
+    const c = process.cpuUsage(c0);
+    best = Math.min(best, (c.user + c.system) / m);
+  }
+  return best;
 }
 
 /** Current resident set size (VmRSS) of a process, in MB. */
@@ -102,12 +149,7 @@ export async function loadChain(t: TestDb, n: number, genesis: string, start?: C
     const rh = computeRecordHash(f, prevRh);
     const ch = computeContentHash(f, prevCh);
     // The leaf hash the writer's statement stores with each record (migration 0011).
-    const leaf = leafHash(Buffer.from(auditRecordJson({
-      request_id: f.request_id, agent_id: f.agent_id, task_type: f.task_type, request_params: f.request_params, intent_valid: f.intent_valid,
-      validation_errors: f.validation_errors, context_bundle_ids: f.context_bundle_ids, context_scd_ids: f.context_scd_ids,
-      processing_time_ms: f.processing_time_ms, requested_at: f.requested_at.toISOString(), chain_sequence: f.chain_sequence,
-      previous_hash: prevRh, record_hash: rh, content_hash: ch, chain_id: null, parent_request_id: null, leaf_index: i,
-    }), 'utf8'));
+    const leaf = leafHash(Buffer.from(leafData(f, i, prevRh, rh, ch), 'utf8'));
     const line = [
       f.request_id,
       f.agent_id,
@@ -269,6 +311,7 @@ export default async function auditBench(b: Bench): Promise<void> {
       // pages by ctid, a TID range scan), nothing left for checking.
       const [pages] = await t.owner.query<{ n: number }>(`SELECT (pg_relation_size('agent_context_requests') / current_setting('block_size')::int)::int AS n`);
       const half = Math.ceil(Number(pages!.n) / 2);
+      let pgAloneS: number | undefined;
       for (const [label, run] of [
         ['PostgreSQL alone: the same COPY read by psql into /dev/null', () => psqlCopy(sq)],
         [
@@ -288,8 +331,15 @@ export default async function auditBench(b: Bench): Promise<void> {
         const t0 = performance.now();
         await run();
         const s = (performance.now() - t0) / 1000;
+        pgAloneS ??= s;
         b.print(`${fmt(n / s)} records/s | ${label} (${s.toFixed(2)} s; reference for verify) | ${n} records | ${db}`);
       }
+      // The bound these two give: a record costs the database at least its share of psql's
+      // read (one backend, CPU-bound) and the checker at least the floor; two cores share both.
+      const floor = hashFloorUs(100_000);
+      const pgUs = (pgAloneS! / n) * 1e6;
+      b.print(`${fmt(floor, 2)} µs/record | SHA-256 alone of the four inputs each record needs hashed (record_hash's, content_hash's, its leaf's, one tree node's; node:crypto one-shot, inputs prepared beforehand, 100,000 records of this chain, best of 3): the floor of any check of the chains and the tree, in this process | - | ${db}`);
+      b.print(`${fmt(2e6 / (floor + pgUs))} records/s | the ceiling of such a verify on this machine: two cores over that floor plus the database's ${fmt(pgUs, 2)} µs a record (psql's read above), with no parsing, no protocol and no other work | ${n} records | ${db} | target >= 500,000/s`);
     } else {
       const heap0 = process.memoryUsage().rss;
       const t0 = performance.now();

@@ -86,14 +86,24 @@ function contentTail(f: Omit<ChainFields, 'chain_sequence'>): string {
   ]);
 }
 
+/** record_hash's input: record_content + previous_hash. */
+export function recordHashInput(f: ChainFields, previousHash: string): string {
+  return String(f.chain_sequence) + recordContentTail(f, f.requested_at.toISOString()) + previousHash;
+}
+
+/** content_hash's input: previous content_hash + netstrings of the fields in content order. */
+export function contentHashInput(f: ChainFields, previousContentHash: string): string {
+  return previousContentHash + netstring(String(f.chain_sequence)) + contentTail(f);
+}
+
 /** record_hash = SHA-256(record_content + previous_hash). */
 export function computeRecordHash(f: ChainFields, previousHash: string): string {
-  return sha256Hex(String(f.chain_sequence) + recordContentTail(f, f.requested_at.toISOString()) + previousHash);
+  return sha256Hex(recordHashInput(f, previousHash));
 }
 
 /** content_hash = SHA-256(previous content_hash + netstrings of the fields in content order). */
 export function computeContentHash(f: ChainFields, previousContentHash: string): string {
-  return sha256Hex(previousContentHash + netstring(String(f.chain_sequence)) + contentTail(f));
+  return sha256Hex(contentHashInput(f, previousContentHash));
 }
 
 /**
