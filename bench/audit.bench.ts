@@ -63,7 +63,7 @@ function leafData(f: ChainFields, i: number, prevRh: string, rh: string, ch: str
  * with each output as they ask for it; the inputs of `m` records of this chain are prepared
  * beforehand, so nothing but the hashing is timed. The lowest of three rounds.
  */
-function hashFloorUs(m: number): number {
+export function hashFloorUs(m: number): number {
   const inputs: Buffer[] = [];
   let prevRh = '0'.repeat(64);
   let prevCh = prevRh;
