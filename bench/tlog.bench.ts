@@ -257,6 +257,20 @@ async function proofBench(b: Bench): Promise<void> {
           const steady = await timed(third.leaves.slice(0, 3 * HTTP_PROOFS).map(inclPath), third.pairs.slice(0, 3 * HTTP_PROOFS).map(consPath));
           b.print(`${steady.inclusion} | GET /api/audit/proof/inclusion, ${steady.inclusionCalls} sequential calls from a client process to the same server, steady (after 3,000 more calls of the other draw; leaves of a third draw, new to its log) | ${where} | target p99 < 5 ms`);
           b.print(`${steady.consistency} | GET /api/audit/proof/consistency, ${steady.consistencyCalls} sequential calls from a client process to the same server, steady (pairs of the third draw) | ${where} | target p99 < 5 ms`);
+          // The same proofs over gRPC (TransparencyLogService on the same process's port 8002
+          // service): 600 calls of the second draw first (connection, JIT), then the rest of
+          // the third draw, new to the log, with the server's CPU a call.
+          const inclCall = (l: number): GrpcCall => [l, n];
+          await sequentialGrpc(own.grpcPort, [[...second.leaves.slice(2000 - 400).map(inclCall), ...second.pairs.slice(2000 - 200)]]);
+          const grpcTimed = async (calls: GrpcCall[]) => {
+            const c0 = cpuSeconds(own.pid);
+            const [ms] = await sequentialGrpc(own.grpcPort, [calls]);
+            return `${stats(ms!)}, ${fmt(((cpuSeconds(own.pid) - c0) * 1e6) / calls.length, 0)} µs server CPU/call`;
+          };
+          const gi = third.leaves.slice(3 * HTTP_PROOFS, 6 * HTTP_PROOFS).map(inclCall);
+          const gc = third.pairs.slice(3 * HTTP_PROOFS, 6 * HTTP_PROOFS);
+          b.print(`${await grpcTimed(gi)} | gRPC TransparencyLogService/GetInclusionProof, ${gi.length} sequential calls from a client process (@connectrpc/connect-node, gRPC over one HTTP/2 connection) to the same server's port 8002 service, after 600 calls of the other draw (leaves of the third draw, new to its log) | ${where} | target p99 < 5 ms`);
+          b.print(`${await grpcTimed(gc)} | gRPC TransparencyLogService/GetConsistencyProof, ${gc.length} sequential calls from a client process to the same service (pairs of the third draw) | ${where} | target p99 < 5 ms`);
         } finally {
           await own.stop();
         }
@@ -332,23 +346,70 @@ await transparencyLog(ctx).warm();
 // As the launcher does once the service is up, in the background there (the benchmark waits for it: a server up the few seconds it takes).
 const w0 = performance.now();
 const proofs = (await apiService.warmUp?.(ctx, app, new AbortController().signal)) ?? 0; // ?.: a build from before it, for A/B
-const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => process.send({ port: info.port, proofs, ms: performance.now() - w0 }));
-process.once('message', () => server.close(async () => { await ctx.close(); await db.close(); process.exit(0); }));
+// Port 8002's service as the launcher starts it (node:http2, the Connect router): the same log's proofs over gRPC.
+const { startStack } = await imp('launcher.js');
+const grpc = await startStack(ctx, ['context-grpc'], { 'context-grpc': 0 });
+const grpcPort = Number(new URL(grpc.url('context-grpc')).port);
+const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, (info) => process.send({ port: info.port, grpcPort, proofs, ms: performance.now() - w0 }));
+process.once('message', () => server.close(async () => { await grpc.close(); await ctx.close(); await db.close(); process.exit(0); }));
 `;
 
-async function startProofServer(dbUrl: string, env: Record<string, string | undefined>): Promise<{ port: number; pid: number; warmUp: string; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, [...NODE_FLAGS, '--input-type=module', '-e', PROOF_SERVER_SRC], {
+/**
+ * A client process calling TransparencyLogService over gRPC (@connectrpc/connect-node's gRPC
+ * transport, one HTTP/2 connection) on 127.0.0.1:port, one call at a time: for each list of
+ * calls ([leafIndex, treeSize] an inclusion proof, {from, to} a consistency proof), the
+ * milliseconds of each.
+ */
+const GRPC_CALLS_SRC = `
+const { createClient } = await import('@connectrpc/connect');
+const { createGrpcTransport } = await import('@connectrpc/connect-node');
+const { TransparencyLogService } = await import(process.cwd() + '/dist/gen/proto/context_pb.js');
+process.once('message', async ({ port, lists }) => {
+  const client = createClient(TransparencyLogService, createGrpcTransport({ baseUrl: 'http://127.0.0.1:' + port }));
+  const out = [];
+  for (const list of lists) {
+    const ms = [];
+    for (const c of list) {
+      const t0 = performance.now();
+      const r = Array.isArray(c)
+        ? await client.getInclusionProof({ leaf: { case: 'leafIndex', value: BigInt(c[0]) }, treeSize: BigInt(c[1]) })
+        : await client.getConsistencyProof({ from: BigInt(c.from), to: BigInt(c.to) });
+      ms.push(performance.now() - t0);
+      if (!Array.isArray(r.hashes)) throw new Error('no hashes in ' + JSON.stringify(c));
+    }
+    out.push(ms);
+  }
+  process.send(out, () => process.exit(0));
+});
+`;
+
+type GrpcCall = [number, number] | { from: number; to: number };
+
+/** Runs GRPC_CALLS_SRC in a process of its own against 127.0.0.1:`port`. */
+async function sequentialGrpc(port: number, lists: GrpcCall[][]): Promise<number[][]> {
+  const child = spawn(process.execPath, ['--input-type=module', '-e', GRPC_CALLS_SRC], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const answer = new Promise<number[][]>((resolve, reject) => {
+    child.once('message', (m) => resolve(m as number[][]));
+    child.once('exit', (code) => reject(new Error(`the gRPC client process exited (${code}) without an answer`)));
+  });
+  child.send({ port, lists });
+  return answer;
+}
+
+async function startProofServer(dbUrl: string, env: Record<string, string | undefined>): Promise<{ port: number; grpcPort: number; pid: number; warmUp: string; stop(): Promise<void> }> {
+  const child = spawn(process.execPath, [...NODE_FLAGS, ...NODE_ARGS, '--input-type=module', '-e', PROOF_SERVER_SRC], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', ...SERVER_ENV, PROOF_DB_URL: dbUrl, PROOF_DB_PASSWORD: DB_PASSWORD, PROOF_ENV: JSON.stringify(env) },
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
   const exited = new Promise<void>((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', () => resolve())));
-  const { port, proofs, ms } = await new Promise<{ port: number; proofs: number; ms: number }>((resolve, reject) => {
-    child.once('message', (m) => resolve(m as { port: number; proofs: number; ms: number }));
+  const { port, grpcPort, proofs, ms } = await new Promise<{ port: number; grpcPort: number; proofs: number; ms: number }>((resolve, reject) => {
+    child.once('message', (m) => resolve(m as { port: number; grpcPort: number; proofs: number; ms: number }));
     child.once('exit', (code) => reject(new Error(`the proof server exited (${code}) before listening`)));
   });
   return {
     port,
+    grpcPort,
     pid: child.pid!,
     warmUp: `${proofs} proof requests of warm-up in ${fmt(ms / 1000, 1)} s`,
     async stop() {

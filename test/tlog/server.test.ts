@@ -9,11 +9,13 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import canonicalize from 'canonicalize';
 import { createClient, ConnectError, Code } from '@connectrpc/connect';
-import { createGrpcTransport } from '@connectrpc/connect-node';
+import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from '@connectrpc/connect-node';
+import { fromBinary } from '@bufbuild/protobuf';
+import http2 from 'node:http2';
 import { startTestStack, TLOG_KEY, type TestStack } from '../harness.js';
 import { issueKey, makeAgent } from '../identity/fixtures.js';
 import { session } from '../context/fixtures.js';
-import { TransparencyLogService } from '../../gen/proto/context_pb.js';
+import { ConsistencyProofSchema, TransparencyLogService } from '../../gen/proto/context_pb.js';
 import { transparencyLog } from '../../src/core/tlog/log.js';
 import { leafCount } from '../../src/core/tlog/leaves.js';
 import { cosign, generateWitnessKey } from '../../src/core/tlog/cosignature.js';
@@ -204,8 +206,15 @@ describe('witnesses', () => {
 });
 
 describe('gRPC TransparencyLogService on 8002', () => {
-  it('serves the checkpoint and proofs, with INVALID_ARGUMENT and NOT_FOUND for bad requests', async () => {
-    const client = createClient(TransparencyLogService, createGrpcTransport({ baseUrl: t.url('context-grpc'), sessionManager: session(t) }));
+  // Plain binary gRPC is answered before the Connect router (transparency-log-h2.ts); the
+  // others go through the router: the same answers and the same refusals on each.
+  const transports = {
+    'gRPC (binary, the direct path)': () => createGrpcTransport({ baseUrl: t.url('context-grpc'), sessionManager: session(t) }),
+    'Connect (binary, the router)': () => createConnectTransport({ baseUrl: t.url('context-grpc'), httpVersion: '2', useBinaryFormat: true, sessionManager: session(t) }),
+    'gRPC-Web (binary, the router)': () => createGrpcWebTransport({ baseUrl: t.url('context-grpc'), httpVersion: '2', useBinaryFormat: true, sessionManager: session(t) }),
+  };
+  it.each(Object.entries(transports))('serves the checkpoint and proofs, with INVALID_ARGUMENT and NOT_FOUND for bad requests: %s', async (_, transport) => {
+    const client = createClient(TransparencyLogService, transport());
     const c = await checkpoint();
     const cp = await client.getCheckpoint({});
     expect(cp.treeSize).toBe(BigInt(c.size));
@@ -228,6 +237,42 @@ describe('gRPC TransparencyLogService on 8002', () => {
     expect(await code(client.getInclusionProof({ leaf: { case: 'leafIndex', value: BigInt(c.size) } }))).toBe(Code.InvalidArgument);
     expect(await code(client.getInclusionProof({}))).toBe(Code.InvalidArgument);
     expect(await code(client.getConsistencyProof({ from: 0n, to: BigInt(c.size + 5) }))).toBe(Code.NotFound);
+  });
+
+  it('answers a malformed plain gRPC call on the direct path with its status, and the next call as usual', async () => {
+    const h2 = http2.connect(t.url('context-grpc'));
+    try {
+      const call = (path: string, body: Buffer) =>
+        new Promise<{ status: string | undefined; body: Buffer }>((resolve, reject) => {
+          const req = h2.request({ ':method': 'POST', ':path': `/${TransparencyLogService.typeName}/${path}`, 'content-type': 'application/grpc', te: 'trailers' });
+          const chunks: Buffer[] = [];
+          let status: string | undefined;
+          req.on('response', (h) => (status ??= h['grpc-status'] as string | undefined));
+          req.on('trailers', (h) => (status = h['grpc-status'] as string | undefined));
+          req.on('data', (d: Buffer) => chunks.push(d));
+          req.on('close', () => resolve({ status, body: Buffer.concat(chunks) }));
+          req.on('error', reject);
+          req.end(body);
+        });
+      /** One gRPC message: the compressed flag, the length, the bytes. */
+      const framed = (msg: Buffer, flag = 0) => {
+        const head = Buffer.alloc(5);
+        head[0] = flag;
+        head.writeUInt32BE(msg.length, 1);
+        return Buffer.concat([head, msg]);
+      };
+      // Field 1 (from) as a length-delimited field: not a GetConsistencyProofRequest.
+      expect((await call('GetConsistencyProof', framed(Buffer.from([0x0a, 0x02, 0x01, 0x02])))).status).toBe(String(Code.InvalidArgument));
+      expect((await call('GetConsistencyProof', framed(Buffer.from([0x08, 0x03]), 1))).status).toBe(String(Code.Internal));
+      expect((await call('GetConsistencyProof', Buffer.from([0, 0]))).status).toBe(String(Code.InvalidArgument));
+      const ok = await call('GetConsistencyProof', framed(Buffer.from([0x08, 0x03])));
+      expect(ok.status).toBe('0');
+      const con = fromBinary(ConsistencyProofSchema, ok.body.subarray(5));
+      const rest = await t.call('api', 'GET', `/api/audit/proof/consistency?from=3&to=${con.to}`);
+      expect(con.hashes.map((h) => Buffer.from(h).toString('base64'))).toEqual(rest.body.hashes);
+    } finally {
+      h2.close();
+    }
   });
 });
 

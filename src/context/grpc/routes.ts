@@ -14,6 +14,7 @@ import { registerReflection } from './reflection.js';
 import { requestContextHandler } from './request-context.js';
 import { subscribeHandler } from './subscribe.js';
 import { transparencyLogHandlers } from './transparency-log.js';
+import { transparencyLogH2 } from './transparency-log-h2.js';
 import { subscribeH2 } from './subscribe-h2.js';
 import { requestContextH2 } from './request-context-h2.js';
 
@@ -34,5 +35,6 @@ export function contextRoutes(ctx: AppContext): (router: ConnectRouter) => void 
 export function contextPreHandle(ctx: AppContext): GrpcPreHandler {
   const subscribe = subscribeH2(ctx);
   const requestContext = requestContextH2(ctx);
-  return (stream, headers) => requestContext(stream, headers) || subscribe(stream, headers);
+  const tlog = transparencyLogH2(ctx);
+  return (stream, headers) => requestContext(stream, headers) || subscribe(stream, headers) || tlog(stream, headers);
 }

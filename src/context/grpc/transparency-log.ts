@@ -28,7 +28,11 @@ function safe(v: bigint, name: string): number {
 
 const b64 = (s: string) => Buffer.from(s, 'base64');
 
-export function transparencyLogHandlers(ctx: AppContext): ServiceImpl<typeof TransparencyLogService> {
+/**
+ * The three calls, each taking the decoded request alone: the Connect router's service
+ * implementation, and what the plain binary gRPC path (transparency-log-h2.ts) calls.
+ */
+export function transparencyLogHandlers(ctx: AppContext) {
   return {
     getCheckpoint: () =>
       rpc(ctx, 'checkpoint', async () => {
@@ -52,5 +56,5 @@ export function transparencyLogHandlers(ctx: AppContext): ServiceImpl<typeof Tra
         const p = await transparencyLog(ctx).consistency({ from: safe(req.from, 'from'), to: req.to === undefined ? undefined : safe(req.to, 'to') });
         return { from: BigInt(p.from), to: BigInt(p.to), hashes: p.hashes.map(b64) };
       }),
-  };
+  } satisfies ServiceImpl<typeof TransparencyLogService>;
 }
