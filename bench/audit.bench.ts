@@ -14,7 +14,7 @@ import { closedLoop, cpuSeconds, fmt, peakRssMb } from './load-gen.js';
 import { ADMIN_KEY, createTestDb, type TestDb } from '../test/harness.js';
 import { spawnApi } from '../test/audit/server-process.js';
 import { ensureGenesis, systemClock } from '../src/shared/app-context.js';
-import { computeContentHash, computeRecordHash, contentHashInput, recordHashInput, type ChainFields } from '../src/core/audit/hash.js';
+import { computeContentHash, computeRecordHash, contentHashInput, recordHashInput, sha256Hex, type ChainFields } from '../src/core/audit/hash.js';
 import { AuditWriter, textArrayLiteral } from '../src/core/audit/writer.js';
 import { COPY_OUT_SETTINGS, copyQuery, verifyAuditChain } from '../src/core/audit/verify.js';
 import { memoryLogger } from '../src/shared/logger.js';
@@ -70,9 +70,11 @@ export function hashFloorUs(m: number): number {
   const at = Date.now();
   for (let i = 0; i < m; i++) {
     const f = fields(i, i + 1, new Date(at + i));
-    const rh = computeRecordHash(f, prevRh);
-    const ch = computeContentHash(f, prevCh);
-    inputs.push(Buffer.from(recordHashInput(f, prevRh)), Buffer.from(contentHashInput(f, prevCh)), Buffer.from(`\0${leafData(f, i, prevRh, rh, ch)}`), Buffer.alloc(65, 1));
+    const rIn = recordHashInput(f, prevRh);
+    const cIn = contentHashInput(f, prevCh);
+    const rh = sha256Hex(rIn);
+    const ch = sha256Hex(cIn);
+    inputs.push(Buffer.from(rIn), Buffer.from(cIn), Buffer.from(`\0${leafData(f, i, prevRh, rh, ch)}`), Buffer.alloc(65, 1));
     prevRh = rh;
     prevCh = ch;
   }

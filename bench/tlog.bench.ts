@@ -261,7 +261,7 @@ async function proofBench(b: Bench): Promise<void> {
           // service): 600 calls of the second draw first (connection, JIT), then the rest of
           // the third draw, new to the log, with the server's CPU a call.
           const inclCall = (l: number): GrpcCall => [l, n];
-          await sequentialGrpc(own.grpcPort, [[...second.leaves.slice(2000 - 400).map(inclCall), ...second.pairs.slice(2000 - 200)]]);
+          await sequentialGrpc(own.grpcPort, [[...second.leaves.slice(PROOFS - 400).map(inclCall), ...second.pairs.slice(PROOFS - 200)]]);
           const grpcTimed = async (calls: GrpcCall[]) => {
             const c0 = cpuSeconds(own.pid);
             const [ms] = await sequentialGrpc(own.grpcPort, [calls]);

@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { Http2SessionManager } from '@connectrpc/connect-node';
+import type http2 from 'node:http2';
 import { onTestFinished } from 'vitest';
 import type { TestStack } from '../harness.js';
 import { issueKey, makeAgent } from '../identity/fixtures.js';
@@ -173,4 +174,46 @@ export function session(t: TestStack): Http2SessionManager {
   const sm = new Http2SessionManager(t.url('context-grpc'));
   onTestFinished(() => sm.abort());
   return sm;
+}
+
+/** One gRPC message: the compressed flag, the length, the bytes. */
+export function grpcFrame(msg: Buffer, flag = 0): Buffer {
+  const head = Buffer.alloc(5);
+  head[0] = flag;
+  head.writeUInt32BE(msg.length, 1);
+  return Buffer.concat([head, msg]);
+}
+
+export interface RawAnswer {
+  status: string | undefined;
+  body: Buffer;
+}
+
+/**
+ * One unary plain gRPC call of `path` on `session` (node:http2, no gRPC library): its
+ * grpc-status (from the trailers, or a Trailers-Only answer) and the raw response bytes.
+ * `beforeEnd` runs after the headers and first bytes went out.
+ */
+export function rawGrpcCall(
+  session: http2.ClientHttp2Session,
+  path: string,
+  body: Buffer,
+  headers: http2.OutgoingHttpHeaders = {},
+  beforeEnd?: (req: http2.ClientHttp2Stream) => Promise<void>,
+): Promise<RawAnswer> {
+  const req = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers', ...headers });
+  const chunks: Buffer[] = [];
+  const done = new Promise<RawAnswer>((resolve, reject) => {
+    let status: string | undefined;
+    req.on('response', (h) => (status ??= h['grpc-status'] as string | undefined));
+    req.on('trailers', (h) => (status = h['grpc-status'] as string | undefined));
+    req.on('data', (d: Buffer) => chunks.push(d));
+    req.on('close', () => resolve({ status, body: Buffer.concat(chunks) }));
+    req.on('error', reject);
+  });
+  if (beforeEnd) {
+    // The callback runs once the bytes went to the socket (after the HEADERS).
+    req.write(body.subarray(0, 3), () => void beforeEnd(req).then(() => req.end(body.subarray(3))));
+  } else req.end(body);
+  return done;
 }

@@ -12,7 +12,7 @@ import { startTestStack, type TestStack } from '../harness.js';
 import { issueKey, makeAgent } from '../identity/fixtures.js';
 import { publishCorpus, type PublishedCorpus } from '../fixtures/corpus.js';
 import { RequestContextResponseSchema } from '../../gen/proto/context_pb.js';
-import { grpcClient } from './fixtures.js';
+import { grpcClient, grpcFrame, rawGrpcCall } from './fixtures.js';
 import { abuse } from './h2-abuser.js';
 
 const PATH = '/svc.context.v1.ContextService/RequestContext';
@@ -50,10 +50,7 @@ function requestFrame(key: string, pad = 0): Buffer {
   const parts: Buffer[] = [Buffer.from([0x0a, k.length]), k, Buffer.from([0x12, task.length]), task];
   // Padding as an unknown field (number 15, bytes): a larger message of the same meaning.
   if (pad) parts.push(Buffer.from([0x7a]), varint(pad), Buffer.alloc(pad, 0x61));
-  const msg = Buffer.concat(parts);
-  const head = Buffer.alloc(5);
-  head.writeUInt32BE(msg.length, 1);
-  return Buffer.concat([head, msg]);
+  return grpcFrame(Buffer.concat(parts));
 }
 
 function varint(n: number): Buffer {
@@ -66,29 +63,9 @@ function varint(n: number): Buffer {
   return Buffer.from(out);
 }
 
-interface RawAnswer {
-  status: string | undefined;
-  body: Buffer;
-}
-
-/** One unary call on `session`; `beforeEnd` runs after the headers and first bytes went out. */
-function rawCall(session: http2.ClientHttp2Session, body: Buffer, headers: http2.OutgoingHttpHeaders = {}, beforeEnd?: (req: http2.ClientHttp2Stream) => Promise<void>): Promise<RawAnswer> {
-  const req = session.request({ ':method': 'POST', ':path': PATH, 'content-type': 'application/grpc', te: 'trailers', ...headers });
-  const chunks: Buffer[] = [];
-  const done = new Promise<RawAnswer>((resolve, reject) => {
-    let status: string | undefined;
-    req.on('response', (h) => (status ??= h['grpc-status'] as string | undefined));
-    req.on('trailers', (h) => (status = h['grpc-status'] as string | undefined));
-    req.on('data', (d: Buffer) => chunks.push(d));
-    req.on('close', () => resolve({ status, body: Buffer.concat(chunks) }));
-    req.on('error', reject);
-  });
-  if (beforeEnd) {
-    // The callback runs once the bytes went to the socket (after the HEADERS).
-    req.write(body.subarray(0, 3), () => void beforeEnd(req).then(() => req.end(body.subarray(3))));
-  } else req.end(body);
-  return done;
-}
+/** One unary RequestContext call on `session` (rawGrpcCall). */
+const rawCall = (session: http2.ClientHttp2Session, body: Buffer, headers: http2.OutgoingHttpHeaders = {}, beforeEnd?: (req: http2.ClientHttp2Stream) => Promise<void>) =>
+  rawGrpcCall(session, PATH, body, headers, beforeEnd);
 
 function decode(body: Buffer) {
   expect(body[0]).toBe(0);

@@ -14,7 +14,7 @@ import { fromBinary } from '@bufbuild/protobuf';
 import http2 from 'node:http2';
 import { startTestStack, TLOG_KEY, type TestStack } from '../harness.js';
 import { issueKey, makeAgent } from '../identity/fixtures.js';
-import { session } from '../context/fixtures.js';
+import { grpcFrame, rawGrpcCall, session } from '../context/fixtures.js';
 import { ConsistencyProofSchema, TransparencyLogService } from '../../gen/proto/context_pb.js';
 import { transparencyLog } from '../../src/core/tlog/log.js';
 import { leafCount } from '../../src/core/tlog/leaves.js';
@@ -242,30 +242,12 @@ describe('gRPC TransparencyLogService on 8002', () => {
   it('answers a malformed plain gRPC call on the direct path with its status, and the next call as usual', async () => {
     const h2 = http2.connect(t.url('context-grpc'));
     try {
-      const call = (path: string, body: Buffer) =>
-        new Promise<{ status: string | undefined; body: Buffer }>((resolve, reject) => {
-          const req = h2.request({ ':method': 'POST', ':path': `/${TransparencyLogService.typeName}/${path}`, 'content-type': 'application/grpc', te: 'trailers' });
-          const chunks: Buffer[] = [];
-          let status: string | undefined;
-          req.on('response', (h) => (status ??= h['grpc-status'] as string | undefined));
-          req.on('trailers', (h) => (status = h['grpc-status'] as string | undefined));
-          req.on('data', (d: Buffer) => chunks.push(d));
-          req.on('close', () => resolve({ status, body: Buffer.concat(chunks) }));
-          req.on('error', reject);
-          req.end(body);
-        });
-      /** One gRPC message: the compressed flag, the length, the bytes. */
-      const framed = (msg: Buffer, flag = 0) => {
-        const head = Buffer.alloc(5);
-        head[0] = flag;
-        head.writeUInt32BE(msg.length, 1);
-        return Buffer.concat([head, msg]);
-      };
+      const call = (method: string, body: Buffer) => rawGrpcCall(h2, `/${TransparencyLogService.typeName}/${method}`, body);
       // Field 1 (from) as a length-delimited field: not a GetConsistencyProofRequest.
-      expect((await call('GetConsistencyProof', framed(Buffer.from([0x0a, 0x02, 0x01, 0x02])))).status).toBe(String(Code.InvalidArgument));
-      expect((await call('GetConsistencyProof', framed(Buffer.from([0x08, 0x03]), 1))).status).toBe(String(Code.Internal));
+      expect((await call('GetConsistencyProof', grpcFrame(Buffer.from([0x0a, 0x02, 0x01, 0x02])))).status).toBe(String(Code.InvalidArgument));
+      expect((await call('GetConsistencyProof', grpcFrame(Buffer.from([0x08, 0x03]), 1))).status).toBe(String(Code.Internal));
       expect((await call('GetConsistencyProof', Buffer.from([0, 0]))).status).toBe(String(Code.InvalidArgument));
-      const ok = await call('GetConsistencyProof', framed(Buffer.from([0x08, 0x03])));
+      const ok = await call('GetConsistencyProof', grpcFrame(Buffer.from([0x08, 0x03])));
       expect(ok.status).toBe('0');
       const con = fromBinary(ConsistencyProofSchema, ok.body.subarray(5));
       const rest = await t.call('api', 'GET', `/api/audit/proof/consistency?from=3&to=${con.to}`);

@@ -1,12 +1,13 @@
 /**
  * gRPC over HTTP/2 written by hand on node:http2's ServerHttp2Stream, for the calls served
- * before the Connect router (request-context-h2.ts, subscribe-h2.ts): which requests they
+ * before the Connect router (request-context-h2.ts, transparency-log-h2.ts, subscribe-h2.ts): which requests they
  * may take, reading the one length-prefixed request message, writing a response message,
  * and the status trailers (headers sent with `waitForTrailers`, trailers on 'wantTrailers').
  */
 import type http2 from 'node:http2';
 import { fromBinary, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
+import { requestIdOf, type GrpcCallRecorder } from '../../shared/grpc-observe.js';
 
 const RESPONSE_HEADERS = { ':status': 200, 'content-type': 'application/grpc+proto', 'grpc-accept-encoding': 'identity' };
 const OK_TRAILERS = { 'grpc-status': '0' };
@@ -107,4 +108,24 @@ export function finish(stream: http2.ServerHttp2Stream, err: ConnectError | null
 function respond(stream: http2.ServerHttp2Stream): void {
   stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
   stream.once('wantTrailers', onWantTrailers);
+}
+
+/**
+ * Serves one unary call taken by a pre-handler: `answer` reads the request and writes the
+ * answer, resolving to its status code (CANCELLED when the client left first); a throw ends
+ * the call with that error's status. Either way the call is measured and logged on `calls`,
+ * as the router's calls are.
+ */
+export function serveUnary(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, calls: GrpcCallRecorder, answer: () => Promise<number>): void {
+  const startedAt = performance.now();
+  const id = headers['x-request-id'];
+  const requestId = requestIdOf(typeof id === 'string' ? id : undefined);
+  answer().then(
+    (code) => calls.done(code, startedAt, requestId),
+    (e: unknown) => {
+      const err = ConnectError.from(e);
+      finish(stream, err);
+      calls.done(err.code, startedAt, requestId);
+    },
+  );
 }

@@ -16,14 +16,14 @@
  * Everything else (gRPC-Web, Connect, JSON codecs, compressed requests, other methods) is
  * left to the Connect router.
  */
-import { Code, ConnectError } from '@connectrpc/connect';
+import { Code } from '@connectrpc/connect';
 import type { AppContext } from '../../shared/app-context.js';
 import type http2 from 'node:http2';
 import { RequestContextRequestSchema } from '../../../gen/proto/context_pb.js';
 import { callRequestContext, responseParts } from './request-context.js';
-import { finish, isPlainGrpc, readMessage, writeMessage } from './h2.js';
+import { finish, isPlainGrpc, readMessage, serveUnary, writeMessage } from './h2.js';
 import { MAX_MESSAGE_BYTES } from '../../shared/h2c.js';
-import { grpcCallRecorder, requestIdOf } from '../../shared/grpc-observe.js';
+import { grpcCallRecorder } from '../../shared/grpc-observe.js';
 
 const REQUEST_CONTEXT_PATH = '/svc.context.v1.ContextService/RequestContext';
 
@@ -32,17 +32,7 @@ export function requestContextH2(ctx: AppContext): (stream: http2.ServerHttp2Str
   const calls = grpcCallRecorder(ctx.logger.child({ service: 'context-grpc' }), REQUEST_CONTEXT_PATH);
   return (stream, headers) => {
     if (!isPlainGrpc(headers, REQUEST_CONTEXT_PATH)) return false;
-    const startedAt = performance.now();
-    const id = headers['x-request-id'];
-    const requestId = requestIdOf(typeof id === 'string' ? id : undefined);
-    answer(ctx, stream).then(
-      (code) => calls.done(code, startedAt, requestId),
-      (e: unknown) => {
-        const err = ConnectError.from(e);
-        finish(stream, err);
-        calls.done(err.code, startedAt, requestId);
-      },
-    );
+    serveUnary(stream, headers, calls, () => answer(ctx, stream));
     return true;
   };
 }

@@ -14,7 +14,7 @@
  *
  * Everything else (gRPC-Web, Connect, JSON codecs, compressed requests) is left to the router.
  */
-import { Code, ConnectError } from '@connectrpc/connect';
+import { Code } from '@connectrpc/connect';
 import { create, toBinary, type DescMessage, type MessageInitShape, type MessageShape } from '@bufbuild/protobuf';
 import type http2 from 'node:http2';
 import type { AppContext } from '../../shared/app-context.js';
@@ -28,15 +28,15 @@ import {
   TransparencyLogService,
 } from '../../../gen/proto/context_pb.js';
 import { transparencyLogHandlers } from './transparency-log.js';
-import { finish, isPlainGrpc, readMessage, writeMessage } from './h2.js';
+import { finish, isPlainGrpc, readMessage, serveUnary, writeMessage } from './h2.js';
 import { MAX_MESSAGE_BYTES } from '../../shared/h2c.js';
-import { grpcCallRecorder, requestIdOf } from '../../shared/grpc-observe.js';
+import { grpcCallRecorder, type GrpcCallRecorder } from '../../shared/grpc-observe.js';
 import type { GrpcPreHandler } from '../../shared/service.js';
 
 interface Method {
   path: string;
   answer(stream: http2.ServerHttp2Stream): Promise<number>;
-  calls: ReturnType<typeof grpcCallRecorder>;
+  calls: GrpcCallRecorder;
 }
 
 /** One unary method: decode, call, encode. */
@@ -75,17 +75,7 @@ export function transparencyLogH2(ctx: AppContext): GrpcPreHandler {
     if (!headers[':path']?.startsWith(prefix)) return false;
     const m = methods.find((x) => isPlainGrpc(headers, x.path));
     if (!m) return false;
-    const startedAt = performance.now();
-    const id = headers['x-request-id'];
-    const requestId = requestIdOf(typeof id === 'string' ? id : undefined);
-    m.answer(stream).then(
-      (code) => m.calls.done(code, startedAt, requestId),
-      (e: unknown) => {
-        const err = ConnectError.from(e);
-        finish(stream, err);
-        m.calls.done(err.code, startedAt, requestId);
-      },
-    );
+    serveUnary(stream, headers, m.calls, () => m.answer(stream));
     return true;
   };
 }
