@@ -7,8 +7,10 @@ SPECS := control-plane rules context-webhook telemetry collector
 .PHONY: install build run test test-embedded test-real gen gen-check lint typecheck fuzz bench bench-tools browser caddy py-tools conformance clean
 
 # npm ci runs the postinstall script: patch-package applies patches/ (fixes not yet released
-# upstream; the README's "A patched driver" says which and why).
-node_modules/.installed: package.json package-lock.json clients/ts/package.json $(wildcard patches/*.patch)
+# upstream; the README's "A patched driver" says which and why), and node-gyp (npm's own)
+# builds native/sha256, the SHA-256 addon of the audit log's verify paths (src/shared/sha256.ts;
+# the README's "Hashing on the verify paths" says why), as it builds better-sqlite3.
+node_modules/.installed: package.json package-lock.json clients/ts/package.json $(wildcard patches/*.patch) native/sha256/sha256.c native/sha256/binding.gyp
 	npm ci --no-audit --no-fund
 	@touch $@
 
@@ -46,7 +48,7 @@ SERVER_ENV := MALLOC_ARENA_MAX=2
 
 # The server as it runs: src/ and gen/ compiled by tsc into dist/ (tsconfig.build.json), in
 # the same layout, so that each module finds spec/ and migrations/ where it looks for them
-# (dist/spec and dist/migrations link to them) and the SCS JSON schemas and the console's
+# (dist/spec, dist/migrations and dist/native link to them) and the SCS JSON schemas and the console's
 # assets beside it (copied).
 # Run through tsx instead, the process holds about 40 MB more (tsx's loader and the sources
 # it transformed): 243-249 against 202-205 MB at rest, measured 2026-11-27.
@@ -59,6 +61,7 @@ dist/.built: node_modules/.installed $(SERVER_SRC)
 	cp -r src/console/assets dist/src/console/
 	ln -s ../spec dist/spec
 	ln -s ../migrations dist/migrations
+	ln -s ../native dist/native
 	@touch $@
 
 build: install dist/.built
@@ -171,4 +174,4 @@ bench: build bench-tools
 	SVC_TEST_REAL=1 tsx bench/run.ts $(ONLY)
 
 clean:
-	rm -rf .svc-data node_modules/.installed clients/ts/dist dist
+	rm -rf .svc-data node_modules/.installed clients/ts/dist dist native/sha256/build

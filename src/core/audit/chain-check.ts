@@ -13,9 +13,9 @@
  * canonicalJson, as the writer's own value did. requested_at (microseconds since 2000) is
  * written as Date.prototype.toISOString() text.
  */
-import { hash } from 'node:crypto';
 import { canonicalJson } from './hash.js';
 import { int32, int64 } from './copy-binary.js';
+import { hexIs, sha256Into } from '../../shared/sha256.js';
 
 /** The columns the checker reads, in order (each cast pins its binary form). */
 export const CHECK_COLUMNS = [
@@ -238,26 +238,8 @@ export function compactJsonb(src: Uint8Array, s: number, e: number, dst: Uint8Ar
   return depth === 0 ? d : -1;
 }
 
-/**
- * Views of the first n bytes of a buffer, made once per length: crypto.hash takes no
- * offset and length, and a new view per hash costs as much as a third of the hash.
- */
-const MAX_CACHED_VIEW = 16384;
-
-export class Prefixes {
-  private views: Uint8Array[] = [];
-  private of: Buffer | null = null;
-
-  get(b: Buffer, n: number): Uint8Array {
-    if (n > MAX_CACHED_VIEW) return new Uint8Array(b.buffer, b.byteOffset, n);
-    if (b !== this.of) {
-      // Sized up front: an array filled far past its length would turn into a dictionary.
-      this.views = new Array<Uint8Array>(MAX_CACHED_VIEW + 1);
-      this.of = b;
-    }
-    return (this.views[n] ??= new Uint8Array(b.buffer, b.byteOffset, n));
-  }
-}
+/** The digest sha256Into wrote last here (each is compared before the next is computed). */
+const digest = Buffer.alloc(32);
 
 /** Buffer of at least `n` bytes, keeping the first `keep` bytes of `b`. */
 function grow(b: Buffer, n: number, keep: number): Buffer {
@@ -295,14 +277,11 @@ export class ByteChainChecker {
   /** Starts with the previous content_hash (prevChLen bytes). */
   private cb: Buffer = Buffer.allocUnsafeSlow(8192);
   private cv: DataView = new DataView(this.cb.buffer, this.cb.byteOffset, this.cb.length);
-  private readonly rbViews = new Prefixes();
-  private readonly cbViews = new Prefixes();
   /** Where each content field's canonical JSON lies in cb: [start, end) per field, in content order. */
   private readonly spans = new Int32Array(26);
   /** 0x00 then the record's leaf data (its canonical JSON, src/core/tlog/leaves.ts). */
   private lb: Buffer = Buffer.allocUnsafeSlow(8192);
   private lv: DataView = new DataView(this.lb.buffer, this.lb.byteOffset, this.lb.length);
-  private readonly lbViews = new Prefixes();
   /** requested_at as ISO text, and the day its first 11 characters are of. */
   private readonly iso = Buffer.alloc(40);
   private readonly isoView = new DataView(this.iso.buffer, this.iso.byteOffset, this.iso.length);
@@ -532,13 +511,15 @@ export class ByteChainChecker {
     d = copy(v, 0, v.length, b, d);
     d = wcopy(this.isoView, 0, this.isoLen, rv, d);
     d = wcopy(this.prevRh, 0, this.prevRhLen, rv, d);
-    return hexEquals(hash('sha256', this.rbViews.get(b, d), 'hex'), buf, f[28]!, f[29]!);
+    sha256Into(digest, 0, b, 0, d);
+    return f[29] === 64 && hexIs(digest, 0, buf, f[28]!);
   }
 
   /** content_hash = SHA-256(previous content_hash + the netstring of each field's canonical JSON). */
   private checkContentHash(buf: Buffer, f: Int32Array, seq: number, rowLen: number): boolean {
     const d = this.writeContent(buf, f, seq, rowLen);
-    return hexEquals(hash('sha256', this.cbViews.get(this.cb, d), 'hex'), buf, f[30]!, f[31]!);
+    sha256Into(digest, 0, this.cb, 0, d);
+    return f[31] === 64 && hexIs(digest, 0, buf, f[30]!);
   }
 
   /** Writes the content hash's input into cb (noting each field's canonical JSON in spans); returns its length. */
@@ -593,10 +574,12 @@ export class ByteChainChecker {
     const leaf = int64(buf, f[32]!);
     // In a record whose chains verify the three hashes are 64 hex digits, copied as they are;
     // after a chain failure they may hold anything, and the leaf data is written the general way.
-    const data = this.failure && !this.plainHashes(f) ? this.leafText(buf, f, leaf) : this.lbViews.get(this.lb, this.writeLeaf(buf, f, leaf));
+    if (this.failure && !this.plainHashes(f)) {
+      const text = this.leafText(buf, f, leaf);
+      sha256Into(digest, 0, text, 0, text.length);
+    } else sha256Into(digest, 0, this.lb, 0, this.writeLeaf(buf, f, leaf));
     this.leavesChecked++;
-    // Compared as latin1 ('binary') text: a Buffer digest and its compare cost about a microsecond more.
-    if (hash('sha256', data, 'binary') !== buf.toString('latin1', f[34]!, f[34]! + 32)) {
+    if (!sameDigest(buf, f[34]!)) {
       const seq = int64(buf, f[0]!);
       this.leafFailure = { leaf, error: `leaf ${leaf}: the record (chain_sequence ${seq}) is not what its leaf hash was computed from (the record or its leaf hash was changed)` };
     }
@@ -864,10 +847,8 @@ function readArray(buf: Buffer, s: number, len: number): unknown[] {
   return level(0);
 }
 
-/**
- * True when `hex` (64 characters) is the text of buf[s, s + len): one native slice and a
- * string comparison, a little cheaper than comparing character by character.
- */
-function hexEquals(hex: string, buf: Buffer, s: number, len: number): boolean {
-  return len === hex.length && buf.toString('latin1', s, s + len) === hex;
+/** True when buf[at, at + 32) holds `digest`. */
+function sameDigest(buf: Buffer, at: number): boolean {
+  for (let k = 0; k < 32; k++) if (buf[at + k] !== digest[k]) return false;
+  return true;
 }

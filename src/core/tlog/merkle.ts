@@ -15,6 +15,7 @@
  * Tree sizes and indices are JavaScript numbers and must be safe integers.
  */
 import { hash as oneShotHash } from 'node:crypto';
+import { sha256Into } from '../../shared/sha256.js';
 
 /** Hashes per full tile (tile height 8). */
 export const TILE_WIDTH = 256;
@@ -39,28 +40,30 @@ export type ReadTile = ((level: number, index: number) => Promise<Uint8Array>) &
   cachedNode?: (level: number, index: number) => Buffer | undefined;
 };
 
-const LEAF_PREFIX = Buffer.from([0x00]);
-const NODE_PREFIX = Buffer.from([0x01]);
-
 /** MTH of the empty tree: SHA-256 of the empty string. */
 export const EMPTY_ROOT: Buffer = oneShotHash('sha256', Buffer.alloc(0), 'buffer');
 
 /** SHA-256(0x00 || data). */
 export function leafHash(data: Uint8Array): Buffer {
-  return oneShotHash('sha256', Buffer.concat([LEAF_PREFIX, data]), 'buffer');
+  const out = Buffer.allocUnsafe(HASH_SIZE);
+  sha256Into(out, 0, data, 0, data.length, 0x00);
+  return out;
 }
 
-const nodeScratch = Buffer.alloc(1 + 2 * HASH_SIZE);
-nodeScratch[0] = 0x01;
+const nodeScratch = Buffer.alloc(2 * HASH_SIZE);
 
 /** SHA-256(0x01 || left || right). */
 export function nodeHash(left: Uint8Array, right: Uint8Array): Buffer {
+  const out = Buffer.allocUnsafe(HASH_SIZE);
   if (left.length === HASH_SIZE && right.length === HASH_SIZE) {
-    nodeScratch.set(left, 1);
-    nodeScratch.set(right, 1 + HASH_SIZE);
-    return oneShotHash('sha256', nodeScratch, 'buffer');
+    nodeScratch.set(left, 0);
+    nodeScratch.set(right, HASH_SIZE);
+    sha256Into(out, 0, nodeScratch, 0, 2 * HASH_SIZE, 0x01);
+  } else {
+    const both = Buffer.concat([left, right]);
+    sha256Into(out, 0, both, 0, both.length, 0x01);
   }
-  return oneShotHash('sha256', Buffer.concat([NODE_PREFIX, left, right]), 'buffer');
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -139,17 +142,13 @@ export const FULL_TILE_NODES_BYTES = (TILE_WIDTH - 1) * HASH_SIZE;
  */
 export function fullTileNodes(src: Uint8Array, at: number, out: Buffer): Buffer {
   if (at < 0 || src.length - at < FULL_TILE_BYTES || out.length < FULL_TILE_NODES_BYTES) throw new RangeError('fullTileNodes: a full tile and room for its 255 nodes are needed');
-  const s = nodeScratch; // 0x01, then the two children (nodeHash's: both are synchronous)
-  let below = Buffer.isBuffer(src) ? src : Buffer.from(src.buffer, src.byteOffset, src.length);
+  // Each node is SHA-256(0x01 || its two children), which lie side by side below it.
+  let below: Uint8Array = src;
   let from = at;
   let o = 0;
   for (let width = TILE_WIDTH >> 1; width >= 1; width >>= 1) {
     const start = o;
-    for (let i = 0; i < width; i++, from += 2 * HASH_SIZE, o += HASH_SIZE) {
-      below.copy(s, 1, from, from + 2 * HASH_SIZE);
-      const h = oneShotHash('sha256', s, 'binary'); // 'binary' is latin1: one char per byte
-      for (let j = 0; j < HASH_SIZE; j++) out[o + j] = h.charCodeAt(j);
-    }
+    for (let i = 0; i < width; i++, from += 2 * HASH_SIZE, o += HASH_SIZE) sha256Into(out, o, below, from, from + 2 * HASH_SIZE, 0x01);
     below = out;
     from = start;
   }

@@ -14,8 +14,7 @@
  * Memory is constant in the number of leaves: one tile per level and the bundles in flight.
  * The consistency proof between the two checkpoints is the caller's (it needs no leaves).
  */
-import { hash } from 'node:crypto';
-import { Prefixes } from '../audit/chain-check.js';
+import { sha256Into } from '../../shared/sha256.js';
 import { HASH_SIZE, leafHash, TILE_WIDTH, verifyInclusion } from './merkle.js';
 import { LeafRecordChecker, parseLeafRecord, recordKind, tipOf, type ChainTip } from './record-check.js';
 import { entrySpans } from './tile-path.js';
@@ -66,25 +65,17 @@ interface Bundle {
 }
 
 /**
- * Leaf hashes of one bundle's entries, with nothing allocated per leaf: each entry is copied
- * after the 0x00 prefix in a reusable buffer and hashed there (through a cached view of its
- * length: crypto.hash takes no offset), its digest taken as a latin1 ('binary') string (a Buffer digest
- * costs over a microsecond more) and written into a tile-sized buffer, whose per-leaf views
- * TreeExtender.append copies from.
+ * Leaf hashes of one bundle's entries, with nothing allocated per leaf: each hashed where it
+ * lies in the bundle (sha256Into takes a range and the 0x00 prefix) into a tile-sized buffer,
+ * whose per-leaf views TreeExtender.append copies from.
  */
 class LeafHasher {
-  private scratch: Buffer = Buffer.alloc(4096);
-  private readonly views = new Prefixes();
   private readonly out = Buffer.alloc(TILE_WIDTH * HASH_SIZE);
   readonly hashes: Uint8Array[] = Array.from({ length: TILE_WIDTH }, (_, k) => this.out.subarray(k * HASH_SIZE, (k + 1) * HASH_SIZE));
 
   /** hashes[k] = SHA-256(0x00 || buf[s, s + n)). */
   hash(k: number, buf: Buffer, s: number, n: number): void {
-    if (n + 1 > this.scratch.length) this.scratch = Buffer.alloc(Math.max(n + 1, 2 * this.scratch.length)); // [0] is 0x00
-    buf.copy(this.scratch, 1, s, s + n);
-    const h = hash('sha256', this.views.get(this.scratch, n + 1), 'binary'); // 'binary' is latin1: one char per byte
-    // 32 characters: a loop costs less than Buffer.write's native call.
-    for (let j = 0, o = k * HASH_SIZE; j < HASH_SIZE; j++) this.out[o + j] = h.charCodeAt(j);
+    sha256Into(this.out, k * HASH_SIZE, buf, s, s + n, 0x00);
   }
 }
 
