@@ -361,7 +361,6 @@ function isHex64(b: Uint8Array, s: number, e: number): boolean {
   return true;
 }
 
-/** True when the span b[s, e) is the string of the 64 hex digits `hex`. */
 /** The digest sha256Into wrote last here (each is compared before the next is computed). */
 const digest = Buffer.alloc(32);
 
