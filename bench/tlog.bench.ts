@@ -386,15 +386,7 @@ process.once('message', async ({ port, lists }) => {
 type GrpcCall = [number, number] | { from: number; to: number };
 
 /** Runs GRPC_CALLS_SRC in a process of its own against 127.0.0.1:`port`. */
-async function sequentialGrpc(port: number, lists: GrpcCall[][]): Promise<number[][]> {
-  const child = spawn(process.execPath, ['--input-type=module', '-e', GRPC_CALLS_SRC], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
-  const answer = new Promise<number[][]>((resolve, reject) => {
-    child.once('message', (m) => resolve(m as number[][]));
-    child.once('exit', (code) => reject(new Error(`the gRPC client process exited (${code}) without an answer`)));
-  });
-  child.send({ port, lists });
-  return answer;
-}
+const sequentialGrpc = (port: number, lists: GrpcCall[][]) => clientProcess(['--input-type=module', '-e', GRPC_CALLS_SRC], port, lists);
 
 async function startProofServer(dbUrl: string, env: Record<string, string | undefined>): Promise<{ port: number; grpcPort: number; pid: number; warmUp: string; stop(): Promise<void> }> {
   const child = spawn(process.execPath, [...NODE_FLAGS, ...NODE_ARGS, '--input-type=module', '-e', PROOF_SERVER_SRC], {
@@ -419,9 +411,12 @@ async function startProofServer(dbUrl: string, env: Record<string, string | unde
   };
 }
 
-/** Runs GETS_SRC in a process of its own against 127.0.0.1:`port`. */
-async function sequentialGets(port: number, lists: string[][]): Promise<number[][]> {
-  const child = spawn(process.execPath, ['-e', GETS_SRC], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+/**
+ * Runs a client's source (GETS_SRC, GRPC_CALLS_SRC) in a process of its own, sends it the port
+ * and the lists of calls, and answers the milliseconds of each call it sends back.
+ */
+async function clientProcess<T>(args: string[], port: number, lists: T[][]): Promise<number[][]> {
+  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   const answer = new Promise<number[][]>((resolve, reject) => {
     child.once('message', (m) => resolve(m as number[][]));
     child.once('exit', (code) => reject(new Error(`the client process exited (${code}) without an answer`)));
@@ -429,6 +424,9 @@ async function sequentialGets(port: number, lists: string[][]): Promise<number[]
   child.send({ port, lists });
   return answer;
 }
+
+/** Runs GETS_SRC in a process of its own against 127.0.0.1:`port`. */
+const sequentialGets = (port: number, lists: string[][]) => clientProcess(['-e', GETS_SRC], port, lists);
 
 /** Runs `node --import tsx cli/main.ts args` and measures its wall time and peak RSS. */
 async function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string; seconds: number; peakMb: number; cpuS: number; how: string }> {

@@ -65,3 +65,20 @@ export function hexIs(d: Uint8Array, off: number, b: Uint8Array, at: number): bo
   }
   return true;
 }
+
+/** The digest the two checks below compute into (each compares before the next is computed). */
+const digest = Buffer.alloc(32);
+
+/** Whether the SHA-256 of src[start, end) is the 32 bytes at b[at]. */
+export function sha256Is(src: Uint8Array, start: number, end: number, b: Uint8Array, at: number): boolean {
+  sha256Into(digest, 0, src, start, end);
+  if (at < 0 || at + 32 > b.length) return false;
+  for (let k = 0; k < 32; k++) if (b[at + k] !== digest[k]) return false;
+  return true;
+}
+
+/** Whether the SHA-256 of src[start, end) is, as 64 lowercase hex digits, the text at b[at]. */
+export function sha256HexIs(src: Uint8Array, start: number, end: number, b: Uint8Array, at: number): boolean {
+  sha256Into(digest, 0, src, start, end);
+  return hexIs(digest, 0, b, at);
+}

@@ -94,6 +94,17 @@ export function writeMessage(stream: http2.ServerHttp2Stream, head: Uint8Array, 
 }
 
 /**
+ * Answers a unary call with one message (writeMessage) and the OK status; its status code,
+ * CANCELLED when the client left before the answer.
+ */
+export function answerUnary(stream: http2.ServerHttp2Stream, head: Uint8Array, shared: Uint8Array | null): number {
+  if (stream.closed) return Code.Canceled;
+  writeMessage(stream, head, shared);
+  finish(stream, null);
+  return 0; // OK
+}
+
+/**
  * Ends the call with its status in the trailers, after the messages or after none: headers
  * then trailers, as port 8002 always answered. (A Trailers-Only answer, one HEADERS frame,
  * is valid gRPC too, but a client listening for node:http2's 'trailers' event misses it.)

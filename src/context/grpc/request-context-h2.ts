@@ -16,12 +16,11 @@
  * Everything else (gRPC-Web, Connect, JSON codecs, compressed requests, other methods) is
  * left to the Connect router.
  */
-import { Code } from '@connectrpc/connect';
 import type { AppContext } from '../../shared/app-context.js';
 import type http2 from 'node:http2';
 import { RequestContextRequestSchema } from '../../../gen/proto/context_pb.js';
 import { callRequestContext, responseParts } from './request-context.js';
-import { finish, isPlainGrpc, readMessage, serveUnary, writeMessage } from './h2.js';
+import { answerUnary, isPlainGrpc, readMessage, serveUnary } from './h2.js';
 import { MAX_MESSAGE_BYTES } from '../../shared/h2c.js';
 import { grpcCallRecorder } from '../../shared/grpc-observe.js';
 
@@ -42,8 +41,5 @@ async function answer(ctx: AppContext, stream: http2.ServerHttp2Stream): Promise
   // The same limit as the Connect router's (its other protocols and compressed calls).
   const request = await readMessage(stream, RequestContextRequestSchema, MAX_MESSAGE_BYTES);
   const { head, tail } = responseParts(await callRequestContext(ctx, request));
-  if (stream.closed) return Code.Canceled;
-  writeMessage(stream, head, tail);
-  finish(stream, null);
-  return 0;
+  return answerUnary(stream, head, tail);
 }

@@ -14,7 +14,6 @@
  *
  * Everything else (gRPC-Web, Connect, JSON codecs, compressed requests) is left to the router.
  */
-import { Code } from '@connectrpc/connect';
 import { create, toBinary, type DescMessage, type MessageInitShape, type MessageShape } from '@bufbuild/protobuf';
 import type http2 from 'node:http2';
 import type { AppContext } from '../../shared/app-context.js';
@@ -28,10 +27,11 @@ import {
   TransparencyLogService,
 } from '../../../gen/proto/context_pb.js';
 import { transparencyLogHandlers } from './transparency-log.js';
-import { finish, isPlainGrpc, readMessage, serveUnary, writeMessage } from './h2.js';
+import { answerUnary, isPlainGrpc, readMessage, serveUnary } from './h2.js';
 import { MAX_MESSAGE_BYTES } from '../../shared/h2c.js';
 import { grpcCallRecorder, type GrpcCallRecorder } from '../../shared/grpc-observe.js';
 import type { GrpcPreHandler } from '../../shared/service.js';
+import type { Logger } from '../../shared/logger.js';
 
 interface Method {
   path: string;
@@ -41,7 +41,7 @@ interface Method {
 
 /** One unary method: decode, call, encode. */
 function method<I extends DescMessage, O extends DescMessage>(
-  ctx: AppContext,
+  logger: Logger,
   name: string,
   input: I,
   output: O,
@@ -50,14 +50,10 @@ function method<I extends DescMessage, O extends DescMessage>(
   const path = `/${TransparencyLogService.typeName}/${name}`;
   return {
     path,
-    calls: grpcCallRecorder(ctx.logger.child({ service: 'context-grpc' }), path),
+    calls: grpcCallRecorder(logger, path),
     async answer(stream) {
       const request = await readMessage(stream, input, MAX_MESSAGE_BYTES);
-      const answer = toBinary(output, create(output, await call(request)));
-      if (stream.closed) return Code.Canceled;
-      writeMessage(stream, answer, null);
-      finish(stream, null);
-      return 0;
+      return answerUnary(stream, toBinary(output, create(output, await call(request))), null);
     },
   };
 }
@@ -65,10 +61,11 @@ function method<I extends DescMessage, O extends DescMessage>(
 /** The pre-handler: true when it took the request. */
 export function transparencyLogH2(ctx: AppContext): GrpcPreHandler {
   const impl = transparencyLogHandlers(ctx);
+  const logger = ctx.logger.child({ service: 'context-grpc' });
   const methods = [
-    method(ctx, 'GetInclusionProof', GetInclusionProofRequestSchema, InclusionProofSchema, impl.getInclusionProof),
-    method(ctx, 'GetConsistencyProof', GetConsistencyProofRequestSchema, ConsistencyProofSchema, impl.getConsistencyProof),
-    method(ctx, 'GetCheckpoint', GetCheckpointRequestSchema, GetCheckpointResponseSchema, impl.getCheckpoint),
+    method(logger, 'GetInclusionProof', GetInclusionProofRequestSchema, InclusionProofSchema, impl.getInclusionProof),
+    method(logger, 'GetConsistencyProof', GetConsistencyProofRequestSchema, ConsistencyProofSchema, impl.getConsistencyProof),
+    method(logger, 'GetCheckpoint', GetCheckpointRequestSchema, GetCheckpointResponseSchema, impl.getCheckpoint),
   ];
   const prefix = `/${TransparencyLogService.typeName}/`;
   return (stream, headers) => {

@@ -15,7 +15,7 @@
  */
 import { canonicalJson } from './hash.js';
 import { int32, int64 } from './copy-binary.js';
-import { hexIs, sha256Into } from '../../shared/sha256.js';
+import { sha256HexIs, sha256Is } from '../../shared/sha256.js';
 
 /** The columns the checker reads, in order (each cast pins its binary form). */
 export const CHECK_COLUMNS = [
@@ -237,9 +237,6 @@ export function compactJsonb(src: Uint8Array, s: number, e: number, dst: Uint8Ar
   }
   return depth === 0 ? d : -1;
 }
-
-/** The digest sha256Into wrote last here (each is compared before the next is computed). */
-const digest = Buffer.alloc(32);
 
 /** Buffer of at least `n` bytes, keeping the first `keep` bytes of `b`. */
 function grow(b: Buffer, n: number, keep: number): Buffer {
@@ -511,15 +508,13 @@ export class ByteChainChecker {
     d = copy(v, 0, v.length, b, d);
     d = wcopy(this.isoView, 0, this.isoLen, rv, d);
     d = wcopy(this.prevRh, 0, this.prevRhLen, rv, d);
-    sha256Into(digest, 0, b, 0, d);
-    return f[29] === 64 && hexIs(digest, 0, buf, f[28]!);
+    return f[29] === 64 && sha256HexIs(b, 0, d, buf, f[28]!);
   }
 
   /** content_hash = SHA-256(previous content_hash + the netstring of each field's canonical JSON). */
   private checkContentHash(buf: Buffer, f: Int32Array, seq: number, rowLen: number): boolean {
     const d = this.writeContent(buf, f, seq, rowLen);
-    sha256Into(digest, 0, this.cb, 0, d);
-    return f[31] === 64 && hexIs(digest, 0, buf, f[30]!);
+    return f[31] === 64 && sha256HexIs(this.cb, 0, d, buf, f[30]!);
   }
 
   /** Writes the content hash's input into cb (noting each field's canonical JSON in spans); returns its length. */
@@ -574,12 +569,11 @@ export class ByteChainChecker {
     const leaf = int64(buf, f[32]!);
     // In a record whose chains verify the three hashes are 64 hex digits, copied as they are;
     // after a chain failure they may hold anything, and the leaf data is written the general way.
-    if (this.failure && !this.plainHashes(f)) {
-      const text = this.leafText(buf, f, leaf);
-      sha256Into(digest, 0, text, 0, text.length);
-    } else sha256Into(digest, 0, this.lb, 0, this.writeLeaf(buf, f, leaf));
+    // (writeLeaf may grow lb: taken after it.)
+    const text = this.failure && !this.plainHashes(f) ? this.leafText(buf, f, leaf) : null;
+    const n = text ? text.length : this.writeLeaf(buf, f, leaf);
     this.leavesChecked++;
-    if (!sameDigest(buf, f[34]!)) {
+    if (!sha256Is(text ?? this.lb, 0, n, buf, f[34]!)) {
       const seq = int64(buf, f[0]!);
       this.leafFailure = { leaf, error: `leaf ${leaf}: the record (chain_sequence ${seq}) is not what its leaf hash was computed from (the record or its leaf hash was changed)` };
     }
@@ -845,10 +839,4 @@ function readArray(buf: Buffer, s: number, len: number): unknown[] {
     return out;
   };
   return level(0);
-}
-
-/** True when buf[at, at + 32) holds `digest`. */
-function sameDigest(buf: Buffer, at: number): boolean {
-  for (let k = 0; k < 32; k++) if (buf[at + k] !== digest[k]) return false;
-  return true;
 }

@@ -25,7 +25,7 @@ import { eventRecordHash } from '../audit/events.js';
 import { isUtf8 } from 'node:buffer';
 import { canonicalJson, computeContentHash, computeRecordHash, LEGACY_SENTINEL, sha256Hex, type ChainFields } from '../audit/hash.js';
 import { compactJsonb, copy, writeUint } from '../audit/chain-check.js';
-import { hexIs, sha256Into } from '../../shared/sha256.js';
+import { sha256HexIs } from '../../shared/sha256.js';
 
 /** The chain tip a context request record links to; null: none yet, or only legacy records (the genesis comes next). */
 export interface ChainTip {
@@ -361,12 +361,9 @@ function isHex64(b: Uint8Array, s: number, e: number): boolean {
   return true;
 }
 
-/** The digest sha256Into wrote last here (each is compared before the next is computed). */
-const digest = Buffer.alloc(32);
-
-/** Whether b[s, e) is a JSON string of the lowercase hex of `digest`. */
-function isDigestHex(b: Uint8Array, s: number, e: number): boolean {
-  return e - s === 66 && b[s] === Q && b[e - 1] === Q && hexIs(digest, 0, b, s + 1);
+/** Whether b[s, e) is a JSON string of the lowercase hex of the SHA-256 of src[0, n). */
+function isHashOf(src: Uint8Array, n: number, b: Uint8Array, s: number, e: number): boolean {
+  return e - s === 66 && b[s] === Q && b[e - 1] === Q && sha256HexIs(src, 0, n, b, s + 1);
 }
 
 const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
@@ -491,8 +488,7 @@ export class LeafRecordChecker {
     // The output's text must be what canonicalJson writes: compactJsonb copies it when its keys are in order.
     const rb = (this.rb = grown(this.rb, n, 0));
     if (compactJsonb(b, os, os + n, rb, 0) !== n) return false;
-    sha256Into(digest, 0, rb, 0, n);
-    if (!isDigestHex(b, spanS[OUTPUT_HASH]!, spanE[OUTPUT_HASH]!)) return false;
+    if (!isHashOf(rb, n, b, spanS[OUTPUT_HASH]!, spanE[OUTPUT_HASH]!)) return false;
     this.outputs++;
     return true;
   }
@@ -535,8 +531,7 @@ export class LeafRecordChecker {
     d = copy(b, iv, E[INTENT_VALID]!, rb, d);
     d = copy(b, S[REQUESTED_AT]! + 1, E[REQUESTED_AT]! - 1, rb, d);
     d = copy(b, ps + 1, pe - 1, rb, d);
-    sha256Into(digest, 0, rb, 0, d);
-    if (!isDigestHex(b, S[RECORD_HASH]!, E[RECORD_HASH]!)) return false;
+    if (!isHashOf(rb, d, b, S[RECORD_HASH]!, E[RECORD_HASH]!)) return false;
 
     // The previous content_hash (cb's first 64 bytes hold the tip's), then the netstrings in content order.
     const cb = (this.cb = grown(this.cb, 64 + n + 16 * CONTENT_FIELDS.length + 16, 64));
@@ -549,9 +544,8 @@ export class LeafRecordChecker {
       d = this.netstring(b, id, d);
       if (d < 0) return false;
     }
-    sha256Into(digest, 0, cb, 0, d);
     const cs = S[CONTENT_HASH]!;
-    if (!isDigestHex(b, cs, E[CONTENT_HASH]!)) return false;
+    if (!isHashOf(cb, d, b, cs, E[CONTENT_HASH]!)) return false;
 
     this.requests++;
     this.chained = true;
