@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, startTestStack, type TestDb, type TestStack } from '../harness.js';
 import { issueKey, makeAgent } from '../identity/fixtures.js';
-import { transparencyLog } from '../../src/core/tlog/log.js';
+import { TLOG_LOCK, transparencyLog } from '../../src/core/tlog/log.js';
 import { verifyAuditChain } from '../../src/core/audit/verify.js';
 import { verifyTree } from '../../src/core/tlog/verify-tree.js';
 import { readLeaves } from '../../src/core/tlog/leaves.js';
@@ -30,32 +30,29 @@ afterAll(async () => {
 const TABLES = ['agent_context_requests', 'agent_output_logs', 'audit_management_events', 'audit_tlog_tiles'];
 
 /**
- * As `owner` with `table`'s triggers off: one statement, with its parameters. In one
- * transaction holding the integrator's lock (7340101, src/core/tlog/log.ts), as asOwner.
+ * `fn` as `owner` in one transaction holding the integrator's lock (TLOG_LOCK), with `tables`'
+ * triggers off: the stack's own integrator never sees a change half made (on PostgreSQL it
+ * once integrated during restore(), between the tiles' DELETE and the records', and wrote back
+ * a tile over fewer leaves than the records held).
  */
-async function withTriggersOff(owner: TestDb['owner'], table: string, sql: string, params: unknown[] = []): Promise<void> {
-  await owner.tx(async (tx) => {
-    await tx.query('SELECT pg_advisory_xact_lock(7340101)');
-    await tx.exec(`ALTER TABLE ${table} DISABLE TRIGGER USER`);
-    await tx.query(sql, params);
-    await tx.exec(`ALTER TABLE ${table} ENABLE TRIGGER USER`);
+async function ownerTx<T>(owner: TestDb['owner'], tables: string[], fn: (tx: TestDb['owner']) => Promise<T>): Promise<T> {
+  return owner.tx(async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock($1)', [TLOG_LOCK]);
+    for (const tb of tables) await tx.exec(`ALTER TABLE ${tb} DISABLE TRIGGER USER`);
+    const out = await fn(tx);
+    for (const tb of tables) await tx.exec(`ALTER TABLE ${tb} ENABLE TRIGGER USER`);
+    return out;
   });
 }
 
-/**
- * As the owner with the triggers off, in one transaction holding the integrator's lock: the
- * stack's own integrator never sees a change half made (on PostgreSQL it once integrated
- * during restore(), between the tiles' DELETE and the records', and wrote back a tile over
- * fewer leaves than the records held).
- */
-async function asOwner(sql: string[]): Promise<void> {
-  await db.owner.tx(async (tx) => {
-    await tx.query('SELECT pg_advisory_xact_lock(7340101)');
-    for (const tb of TABLES) await tx.exec(`ALTER TABLE ${tb} DISABLE TRIGGER USER`);
+/** As `owner` with `table`'s triggers off: one statement, with its parameters. */
+const withTriggersOff = (owner: TestDb['owner'], table: string, sql: string, params: unknown[] = []) => ownerTx(owner, [table], (tx) => tx.query(sql, params));
+
+/** As the owner with the triggers off. */
+const asOwner = (sql: string[]) =>
+  ownerTx(db.owner, TABLES, async (tx) => {
     for (const s of sql) await tx.exec(s);
-    for (const tb of TABLES) await tx.exec(`ALTER TABLE ${tb} ENABLE TRIGGER USER`);
   });
-}
 
 /** Puts the log back as it was made (the cases share it). */
 const restore = () =>
@@ -156,17 +153,13 @@ describe('the tree check of GET /api/audit/verify', () => {
     // The tree cut back to 2 leaves, seen inside the transaction that cuts it (rolled back): no
     // page past the tree's end reads its tiles (this threw a RangeError once).
     const rollback = new Error('rollback');
-    const seen = await db.owner
-      .tx(async (tx) => {
-        await tx.query('SELECT pg_advisory_xact_lock(7340101)');
-        await tx.exec('ALTER TABLE audit_tlog_tiles DISABLE TRIGGER USER');
-        await tx.exec('DELETE FROM audit_tlog_tiles WHERE level > 0');
-        await tx.exec('UPDATE audit_tlog_tiles SET data = substring(data FROM 1 FOR 64) WHERE level = 0 AND idx = 0');
-        const ctx = { ...t.ctx, db: tx } as typeof t.ctx;
-        const r = [await verifyTree(ctx, null, 3), await verifyTree(ctx, null, 5, 2)];
-        throw Object.assign(rollback, { r });
-      })
-      .catch((e: Error & { r?: unknown }) => (e === rollback ? e.r : Promise.reject(e)));
+    const seen = await ownerTx(db.owner, ['audit_tlog_tiles'], async (tx) => {
+      await tx.exec('DELETE FROM audit_tlog_tiles WHERE level > 0');
+      await tx.exec('UPDATE audit_tlog_tiles SET data = substring(data FROM 1 FOR 64) WHERE level = 0 AND idx = 0');
+      const ctx = { ...t.ctx, db: tx } as typeof t.ctx;
+      const r = [await verifyTree(ctx, null, 3), await verifyTree(ctx, null, 5, 2)];
+      throw Object.assign(rollback, { r });
+    }).catch((e: Error & { r?: unknown }) => (e === rollback ? e.r : Promise.reject(e)));
     expect(seen).toEqual([0, 1].map(() => expect.objectContaining({ status: 'ok', tree_size: 2, leaf_count: 12 + E, checkpoint_tree_size: 12 + E })));
   });
 

@@ -29,7 +29,7 @@ import { parseWitnessVerifierKey, verifyCosignatureLine } from './cosignature.js
 import { WebhookSender } from '../../shared/webhook-sender.js';
 
 /** The advisory lock key that serializes integration (the chain's is 7340100). */
-const TLOG_LOCK = 7_340_101;
+export const TLOG_LOCK = 7_340_101;
 /** How long the latest checkpoint's size is reused by proofs before it is read again. */
 const CHECKPOINT_TTL_MS = 200;
 /** Tiles given their inner nodes per turn of the loop (fillNodes). */

@@ -185,10 +185,10 @@ async function walkTree(
     // Against the stored tree, tile by tile.
     const stored = new Map(tiles.map((t) => [Number(t.idx), asBuffer(t.data)]));
     const end = Math.min(to, treeSize);
-    for (let t = Math.floor(from / TILE_WIDTH); t * TILE_WIDTH < end; t++) {
+    // Each tile's leaves of this page inside the tree: none when the tree ends before the page's first leaf (its integration lags).
+    for (let t = Math.floor(from / TILE_WIDTH); Math.max(t * TILE_WIDTH, from) < end; t++) {
       const lo = Math.max(t * TILE_WIDTH, from);
       const hi = Math.min(t * TILE_WIDTH + TILE_WIDTH, end);
-      if (hi <= lo) break; // the tree ends before this page's first leaf (its integration lags)
       const tile = stored.get(t) ?? Buffer.alloc(0);
       const at = (i: number) => (i - t * TILE_WIDTH) * HASH_SIZE; // leaf i in the tile
       const mine = (i: number) => (i - from) * HASH_SIZE; // leaf i in this page's hashes
