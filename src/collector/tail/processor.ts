@@ -3,7 +3,8 @@
  * (so that parsing, typing and redaction of batch N+1 run while batch N is committed).
  * A processor never changes what a line yields, only where the work runs.
  */
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { moduleWorker, siblingModule } from '../../shared/module-worker.js';
 import type { Logger } from '../../shared/logger.js';
 import type { ActivityRow, PackedRow, SourceId } from '../store/store.js';
 import { packRow } from '../store/store.js';
@@ -81,7 +82,7 @@ interface Pending {
   reject(e: Error): void;
 }
 
-const WORKER_ENTRY = new URL(`./line-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url).href;
+const WORKER_ENTRY = siblingModule('line-worker', import.meta.url);
 
 /** One parsing thread. Under tsx (how the service runs) it registers tsx's loader first. */
 class ParseWorker {
@@ -99,12 +100,9 @@ class ParseWorker {
 
   start(): Promise<boolean> {
     this.ready ??= new Promise<boolean>((resolve) => {
-      const code = WORKER_ENTRY.endsWith('.ts')
-        ? `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(WORKER_ENTRY)}); })`
-        : `import(${JSON.stringify(WORKER_ENTRY)})`;
       let w: Worker;
       try {
-        w = new Worker(code, { eval: true, workerData: { hmacSecret: this.hmacSecret, pseudonymize: this.pseudonymize } });
+        w = moduleWorker(WORKER_ENTRY, { workerData: { hmacSecret: this.hmacSecret, pseudonymize: this.pseudonymize } });
       } catch (e) {
         this.fail(e as Error);
         return resolve(false);

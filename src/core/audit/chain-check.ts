@@ -246,6 +246,21 @@ function grow(b: Buffer, n: number, keep: number): Buffer {
   return g;
 }
 
+/** ByteChainChecker.state(): what a checker carries from one row to the next. */
+export interface CheckerState {
+  count: number;
+  first: number | null;
+  failure: Failure | null;
+  leafFailure: LeafFailure | null;
+  leavesChecked: number;
+  lastSeq: number;
+  expectedFirst: number | null;
+  /** The previous record_hash (or the genesis hash) as text bytes; empty when none can match. */
+  prevRh: Uint8Array;
+  /** The previous content_hash likewise. */
+  prevCh: Uint8Array;
+}
+
 /**
  * Feeds records in order (`row`, a RowHandler of copy-binary.ts); remembers the first
  * failure. After a failure the remaining rows are only counted.
@@ -305,6 +320,42 @@ export class ByteChainChecker {
     this.failure ??= { seq, chain, error };
   }
 
+  /**
+   * Everything the checker carries from one row to the next, as plain data (structured-clone
+   * safe): another thread goes on from it with `ByteChainChecker.resume` (verify-thread.ts).
+   */
+  state(): CheckerState {
+    const prevRh = new Uint8Array(this.prevRhLen);
+    for (let i = 0; i < this.prevRhLen; i++) prevRh[i] = this.prevRh.getUint8(i);
+    return {
+      count: this.count,
+      first: this.first,
+      failure: this.failure,
+      leafFailure: this.leafFailure,
+      leavesChecked: this.leavesChecked,
+      lastSeq: this.lastSeq,
+      expectedFirst: this.expectedFirst,
+      prevRh,
+      prevCh: Uint8Array.from(this.cb.subarray(0, this.prevChLen)),
+    };
+  }
+
+  /** A checker that goes on where the one whose `state()` this is stopped. */
+  static resume(s: CheckerState): ByteChainChecker {
+    const c = new ByteChainChecker('', s.expectedFirst);
+    c.count = s.count;
+    c.first = s.first;
+    c.failure = s.failure;
+    c.leafFailure = s.leafFailure;
+    c.leavesChecked = s.leavesChecked;
+    c.lastSeq = s.lastSeq;
+    c.prevRhLen = s.prevRh.length;
+    for (let i = 0; i < s.prevRh.length; i++) c.prevRh.setUint8(i, s.prevRh[i]!);
+    c.prevChLen = s.prevCh.length;
+    c.cb.set(s.prevCh, 0);
+    return c;
+  }
+
   /** The first chained record must be `expectedFirst` (for a checker made without it). */
   settleFirst(expectedFirst: number): void {
     this.failure = firstFailure(this.first, expectedFirst) ?? this.failure;
@@ -347,6 +398,24 @@ export class ByteChainChecker {
     wcopy(sv, base + f[28]!, base + f[28]! + 64, this.prevRh, 0);
     wcopy(sv, base + f[30]!, base + f[30]! + 64, this.cv, 0);
     this.prevRhLen = this.prevChLen = 64;
+  };
+
+  /**
+   * A record another thread checks (verify-thread.ts): nothing checked here, but the next
+   * record is checked against this one's stored hashes, as `row` would after it passed.
+   */
+  readonly pass = (buf: Buffer, f: Int32Array): void => {
+    if (f[1] !== 8) throw new Error('chain_sequence is not int8');
+    const base = this.at(buf);
+    const seq = int64(buf, f[0]!);
+    if (this.first === null) this.first = seq;
+    this.lastSeq = seq;
+    const rh = f[29]!;
+    const ch = f[31]!;
+    this.prevRhLen = rh >= 0 && rh <= 64 ? rh : 0;
+    this.prevChLen = ch >= 0 && ch <= 64 ? ch : 0;
+    wcopy(this.sv, base + f[28]!, base + f[28]! + this.prevRhLen, this.prevRh, 0);
+    wcopy(this.sv, base + f[30]!, base + f[30]! + this.prevChLen, this.cv, 0);
   };
 
   /**

@@ -40,9 +40,26 @@ export class CopyBinaryReader {
   constructor(
     private readonly columns: number,
     private readonly onRow: RowHandler,
+    /** The stream's header was read by another reader: this one starts at a row. */
+    afterHeader = false,
   ) {
     this.fields = new Int32Array(columns * 2);
+    this.headerDone = afterHeader;
   }
+
+  /**
+   * Hands the rest of the stream over to another reader (made with afterHeader): the bytes
+   * of the row cut by the last chunk, which that reader gets first. This one takes nothing more.
+   */
+  handOver(): Buffer {
+    if (!this.headerDone || this.done) throw new CopyFormatError('a COPY stream is handed over between rows only');
+    const rest = Buffer.from(this.carry.subarray(0, this.carryLen));
+    this.carryLen = 0;
+    this.done = true;
+    this.handedOver = true;
+    return rest;
+  }
+  private handedOver = false;
 
   /** True once the end-of-data marker was read. */
   get finished(): boolean {
@@ -84,6 +101,7 @@ export class CopyBinaryReader {
 
   /** Parses the complete rows of buf[pos, end); returns where the first incomplete one starts. */
   private parse(buf: Buffer, pos: number, end: number): number {
+    if (this.handedOver) throw new CopyFormatError('this COPY stream was handed over');
     if (this.done) {
       if (end > pos) throw new CopyFormatError('data after the end of the COPY data');
       return end;

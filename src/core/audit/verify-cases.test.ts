@@ -84,6 +84,23 @@ async function verify(): Promise<{ v: Awaited<ReturnType<typeof verifyAuditChain
   const v = await verifyAuditChain({ db: t.db, clock: systemClock }, { onPass: (p) => passes.push(p) });
   // The same answer as a read in chain order alone, whichever reads were made.
   if (passes.length === 1 && passes[0] === 'storage order') expect(v).toEqual({ ...(await chainOrderOnly()), last_verified_at: v.last_verified_at });
+  // And the same when two threads take the rest over (verify-thread.ts; 7 rows each in turn)
+  // after the first row, or midway, or when none do.
+  if (t.db.kind === 'postgres') {
+    for (const handOverAfter of [1, 30, Infinity]) {
+      const p2: VerifyPass[] = [];
+      const handOvers: number[] = [];
+      const v2 = await verifyAuditChain({ db: t.db, clock: systemClock }, { handOverAfter, threadBlock: 7, onPass: (p) => p2.push(p), onHandOver: (n) => handOvers.push(n) });
+      expect({ ...v2, last_verified_at: v.last_verified_at }).toEqual(v);
+      expect(p2).toEqual(passes);
+      // Each read of more rows than handOverAfter was handed over, at least that far in (a
+      // tampered chain is read again on one thread: its answer is the one-thread checker's).
+      const rows = v.record_count - v.legacy_record_count;
+      if (handOverAfter < rows && passes.length && v.status === 'ok') expect(handOvers.length).toBe(passes.length);
+      if (handOverAfter === Infinity) expect(handOvers).toEqual([]);
+      for (const n of handOvers) expect(n).toBeGreaterThanOrEqual(handOverAfter);
+    }
+  }
   return { v, passes };
 }
 
