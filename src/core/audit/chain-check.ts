@@ -325,8 +325,6 @@ export class ByteChainChecker {
    * safe): another thread goes on from it with `ByteChainChecker.resume` (verify-thread.ts).
    */
   state(): CheckerState {
-    const prevRh = new Uint8Array(this.prevRhLen);
-    for (let i = 0; i < this.prevRhLen; i++) prevRh[i] = this.prevRh.getUint8(i);
     return {
       count: this.count,
       first: this.first,
@@ -335,7 +333,7 @@ export class ByteChainChecker {
       leavesChecked: this.leavesChecked,
       lastSeq: this.lastSeq,
       expectedFirst: this.expectedFirst,
-      prevRh,
+      prevRh: new Uint8Array(this.prevRh.buffer.slice(0, this.prevRhLen)),
       prevCh: Uint8Array.from(this.cb.subarray(0, this.prevChLen)),
     };
   }
@@ -350,7 +348,7 @@ export class ByteChainChecker {
     c.leavesChecked = s.leavesChecked;
     c.lastSeq = s.lastSeq;
     c.prevRhLen = s.prevRh.length;
-    for (let i = 0; i < s.prevRh.length; i++) c.prevRh.setUint8(i, s.prevRh[i]!);
+    new Uint8Array(c.prevRh.buffer).set(s.prevRh);
     c.prevChLen = s.prevCh.length;
     c.cb.set(s.prevCh, 0);
     return c;

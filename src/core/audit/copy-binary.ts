@@ -150,6 +150,14 @@ export class CopyBinaryReader {
 }
 
 /**
+ * At a COPY stream's end: postgres.js resumes its socket from the stream's `_read` only, and a
+ * COPY that ended while the socket was paused would leave the connection's next query unanswered.
+ */
+export function resumeSocketAtEnd(stream: Readable): void {
+  (stream as Readable & { _read?: (n: number) => void })._read?.(0);
+}
+
+/**
  * Calls `onRow` for every row of a binary COPY stream; resolves at the end of the stream.
  *
  * The stream is read in flowing mode with a synchronous handler, so chunks are handled as
@@ -177,7 +185,7 @@ export function forEachCopyBinaryRow(stream: Readable, columns: number, onRow: R
     });
     stream.once('error', fail);
     stream.once('end', () => {
-      (stream as Readable & { _read?: (n: number) => void })._read?.(0);
+      resumeSocketAtEnd(stream);
       if (failed) return;
       try {
         reader.end();

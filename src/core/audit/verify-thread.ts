@@ -22,7 +22,7 @@ import type { Readable } from 'node:stream';
 import type { Worker } from 'node:worker_threads';
 import { moduleWorker, siblingModule } from '../../shared/module-worker.js';
 import { ByteChainChecker, N_CHECK_COLUMNS, type CheckerState } from './chain-check.js';
-import { CopyBinaryReader, CopyFormatError } from './copy-binary.js';
+import { CopyBinaryReader, CopyFormatError, resumeSocketAtEnd } from './copy-binary.js';
 import { OrderedRows } from './ordered-rows.js';
 
 /** What the API's thread sends a checking thread. */
@@ -129,12 +129,11 @@ export function checkCopyStream(stream: Readable, checker: ByteChainChecker, asc
       const [a, ...others] = done;
       const ascending = done.every((d) => d.ascending);
       if (ascending && done.some((d) => d.state.failure || d.state.leafFailure)) return readAgain();
-      // Each thread's counts began at the hand-over's.
-      const base = checker.state();
+      // Each thread's counts began at the hand-over's, where this thread's checker stopped.
       const state = { ...a!.state };
       for (const o of others) {
-        state.count += o.state.count - base.count;
-        state.leavesChecked += o.state.leavesChecked - base.leavesChecked;
+        state.count += o.state.count - checker.count;
+        state.leavesChecked += o.state.leavesChecked - checker.leavesChecked;
       }
       finish(null, { checker: ByteChainChecker.resume(state), ascending, handedOverAt });
     };
@@ -218,8 +217,7 @@ export function checkCopyStream(stream: Readable, checker: ByteChainChecker, asc
     stream.once('error', fail);
     stream.once('end', () => {
       ended = true;
-      // postgres.js resumes its socket from the stream's _read only (see forEachCopyBinaryRow).
-      (stream as Readable & { _read?: (n: number) => void })._read?.(0);
+      resumeSocketAtEnd(stream);
       if (failed) return;
       if (threadError) return readAgain();
       if (handedOverAt === null) {

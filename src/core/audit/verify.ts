@@ -57,21 +57,25 @@ export type VerifyPass = 'storage order' | 'chain order';
 export const COPY_OUT_SETTINGS = { synchronize_seqscans: 'off', max_parallel_workers_per_gather: '0' } as const;
 
 /**
- * Runs a COPY query of the checked columns through a checker made by `fresh`, on two threads
- * after `handOverAfter` rows (verify-thread.ts); with `ascendingOnly`, stops checking at the
- * first sequence that does not rise (`ascending` false), reading on to the end so the
- * statement ends in order. When the second thread fails, the records are read again on this one.
+ * Runs a COPY query of the checked columns through a checker made by `fresh`, on two more
+ * threads after opts.handOverAfter rows (verify-thread.ts); with `ascendingOnly`, stops
+ * checking at the first sequence that does not rise (`ascending` false), reading on to the end
+ * so the statement ends in order. When the threads find a failure, or one fails, the records
+ * are read again on this thread alone.
  */
-async function checkCopy(sql: postgres.TransactionSql, query: string, fresh: () => ByteChainChecker, ascendingOnly: boolean, handOverAfter: number, block?: number): Promise<CheckResult> {
+async function checkCopy(sql: postgres.TransactionSql, query: string, fresh: () => ByteChainChecker, ascendingOnly: boolean, opts: VerifyOptions): Promise<CheckResult> {
+  let read: CheckResult;
   try {
-    return await checkCopyStream(await sql.unsafe(query).readable(), fresh(), ascendingOnly, handOverAfter, block);
+    read = await checkCopyStream(await sql.unsafe(query).readable(), fresh(), ascendingOnly, opts.handOverAfter ?? HAND_OVER_AFTER, opts.threadBlock);
   } catch (e) {
     if (!(e instanceof ReadAgain)) throw e;
     return checkCopyStream(await sql.unsafe(query).readable(), fresh(), ascendingOnly, Infinity);
   }
+  if (read.handedOverAt !== null) opts.onHandOver?.(read.handedOverAt);
+  return read;
 }
 
-/** Rows verify checks on the API's thread before the rest goes to a second one (verify-thread.ts). */
+/** Rows verify checks on the API's thread before two others take the rest over (verify-thread.ts). */
 const HAND_OVER_AFTER = 16_384;
 
 export interface VerifyOptions {
@@ -160,19 +164,16 @@ export async function verifyAuditChain(
     // the chain-order query gives. Any sequence that does not rise (a row stored out of
     // place, wherever from) voids that read, and the records are read again in chain order.
     const fresh = () => new ByteChainChecker(genesis, null);
-    const after = opts.handOverAfter ?? HAND_OVER_AFTER;
     let read: CheckResult | null = null;
     await db.raw.begin('ISOLATION LEVEL REPEATABLE READ READ ONLY', async (sql) => {
       for (const [k, v] of Object.entries(COPY_OUT_SETTINGS)) await sql.unsafe(`SET LOCAL ${k} = ${v}`);
       if (!opts.chainOrderOnly) {
         opts.onPass?.('storage order');
-        read = await checkCopy(sql, copyQuery('', '', true), fresh, true, after, opts.threadBlock);
-        if (read.handedOverAt !== null) opts.onHandOver?.(read.handedOverAt);
+        read = await checkCopy(sql, copyQuery('', '', true), fresh, true, opts);
         if (read.ascending) return;
       }
       opts.onPass?.('chain order');
-      read = await checkCopy(sql, copyQuery(), fresh, false, after, opts.threadBlock);
-      if (read.handedOverAt !== null) opts.onHandOver?.(read.handedOverAt);
+      read = await checkCopy(sql, copyQuery(), fresh, false, opts);
     });
     checker = read!.checker;
     const [legacy] = await legacyP;
