@@ -113,6 +113,37 @@ export function cpuSeconds(pid: number): number {
   }
 }
 
+/**
+ * CPU seconds used so far by every process named `comm` (for example `postgres`, when the
+ * database runs on this machine): their own user + system time and that of their children
+ * already reaped. NaN when there is none.
+ */
+export function cpuSecondsOf(comm: string): number {
+  let total = 0;
+  let found = false;
+  for (const pid of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      if (f.slice(f.indexOf('(') + 1, f.lastIndexOf(')')) !== comm) continue;
+      const fields = f.slice(f.lastIndexOf(')') + 2).split(' ');
+      total += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+      found = true;
+    } catch {
+      // The process ended meanwhile.
+    }
+  }
+  return found ? total / 100 : NaN;
+}
+
+/** The machine's idle and total CPU seconds so far, over all cores (Linux /proc/stat). */
+export function machineCpu(): { idle: number; total: number } {
+  const f = fs.readFileSync('/proc/stat', 'utf8');
+  const v = f.slice(0, f.indexOf('\n')).split(/\s+/).slice(1, 9).map(Number);
+  // user nice system idle iowait irq softirq steal
+  return { idle: (v[3]! + v[4]!) / 100, total: v.reduce((a, b) => a + b, 0) / 100 };
+}
+
 /** Peak resident set size of a process in MB (VmHWM), or NaN. */
 export function peakRssMb(pid: number): number {
   try {

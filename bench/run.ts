@@ -39,7 +39,9 @@ for (const f of files) {
     const mod = await import(pathToFileURL(path.join(dir, f)).href);
     await mod.default(b);
   } catch (e) {
-    b.print(`!! ${f} failed: ${(e as Error)?.stack ?? e}`);
+    // fetch's own message ("fetch failed") says nothing: the reason is its cause.
+    const cause = (e as Error)?.cause;
+    b.print(`!! ${f} failed: ${(e as Error)?.stack ?? e}${cause ? `\ncaused by: ${(cause as Error)?.stack ?? cause}` : ''}`);
   }
   b.print(`## ${f} took ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 }
