@@ -4,10 +4,10 @@
  * Invariants:
  * - A caller's promise resolves only after its record is committed (fail closed: the
  *   context API answers only then), and rejects when it could not be committed.
- * - The chain is serialized in the database (svc_audit_append takes a transaction-level
- *   advisory lock, reads the tip, assigns tip + 1 and the next leaf indexes of the
- *   transparency log, and finishes both hashes), so records of
- *   any number of processes form one gapless chain ordered by integer chain_sequence.
+ * - The chain is serialized in the database (svc_audit_append_lists, migration 0019, takes a
+ *   transaction-level advisory lock, reads the tip, assigns tip + 1 and the next leaf indexes
+ *   of the transparency log, and finishes both hashes), so records of any number of
+ *   processes form one gapless chain ordered by integer chain_sequence.
  * - Records waiting while a batch is in flight are written together in the next batch: one
  *   statement, one commit (and one WAL flush) for many requests.
  * - A batch that fails is retried record by record, so one unstorable record cannot take
@@ -78,6 +78,8 @@ interface IdList {
   ids: readonly string[];
   literal: string;
   canonical: string;
+  /** Its entry in a batch's list of lists (svc_audit_append_lists, migration 0019). */
+  entry: string;
 }
 const idLists = new WeakMap<readonly string[], IdList>();
 function idList(a: readonly string[]): IdList {
@@ -85,7 +87,9 @@ function idList(a: readonly string[]): IdList {
   if (l === undefined) {
     const normalized = a.map((x) => storableText(x));
     const ids = Object.isFrozen(a) && normalized.every((x, i) => x === a[i]) ? a : Object.freeze(normalized);
-    l = { ids, literal: JSON.stringify(textArrayLiteral(ids)), canonical: canonicalJson(ids) };
+    const literal = JSON.stringify(textArrayLiteral(ids));
+    const canonical = canonicalJson(ids);
+    l = { ids, literal, canonical, entry: `{"l":${literal},"j":${JSON.stringify(canonical)}}` };
     // Only frozen lists are remembered: a mutable one could change under its entry.
     if (Object.isFrozen(a)) idLists.set(a, l);
     idLists.set(ids, l);
@@ -184,7 +188,11 @@ export class AuditWriter {
     if (this.events.listenerCount('committed')) this.events.emit('committed', committed);
   }
 
-  /** Writes one batch in one statement; returns what each record got. */
+  /**
+   * Writes one batch in one statement; returns what each record got. Each distinct id list
+   * of the batch is sent once (svc_audit_append_lists, migration 0019), and each record names
+   * its lists by index: a role's requests share their selection's lists.
+   */
   private async write(batch: Pending[]): Promise<CommittedAudit[]> {
     // Wall clock at insert, millisecond precision as stored; never decreasing in this process.
     const now = Math.max(this.ctx.clock.now().getTime(), this.lastAt);
@@ -192,7 +200,19 @@ export class AuditWriter {
     const requestedAt = new Date(now);
     const iso = requestedAt.toISOString();
     const at = JSON.stringify(iso);
-    let json = '[';
+    const lists = new Map<IdList, number>();
+    let listsJson = '';
+    const indexOf = (l: IdList | null): string => {
+      if (!l) return 'null';
+      let k = lists.get(l);
+      if (k === undefined) {
+        k = lists.size;
+        lists.set(l, k);
+        listsJson += (k ? ',' : '') + l.entry;
+      }
+      return String(k);
+    };
+    let records = '';
     for (let i = 0; i < batch.length; i++) {
       const e = batch[i]!.entry;
       const bundles = e.contextBundleIds ? idList(e.contextBundleIds) : null;
@@ -207,29 +227,30 @@ export class AuditWriter {
       const c = canonicalJson(e.chainId);
       const pr = canonicalJson(e.parentRequestId);
       // The two hash inputs the database finishes under the chain lock (hash.ts), from the
-      // canonical texts already at hand.
+      // canonical texts already at hand: the content netstrings before the two id lists and
+      // after them (the database puts in the lists' own).
       const rc = recordContentTail({ request_id: e.requestId, agent_id: e.agentId, task_type: e.taskType, intent_valid: e.intentValid }, iso);
-      const cc = contentTailOf([r, a, t, p, v, err, bundles ? bundles.canonical : 'null', scds ? scds.canonical : 'null', m, at, c, pr]);
+      const c0 = contentTailOf([r, a, t, p, v, err]);
+      const c1 = contentTailOf([m, at, c, pr]);
       // The record's canonical JSON as GET /api/audit/requests returns it (its leaf in the
       // transparency log), in five pieces around the values the database decides under the
-      // chain lock (chain_sequence, content_hash, leaf_index, previous_hash, record_hash):
-      // svc_audit_append (migration 0011) puts them in and stores the leaf hash.
-      const bj = bundles ? bundles.canonical : 'null';
-      const sj = scds ? scds.canonical : 'null';
+      // chain lock (chain_sequence, content_hash, leaf_index, previous_hash, record_hash) and
+      // the two id lists it holds once: svc_audit_append_lists puts them in and stores the
+      // leaf hash.
       const lj = JSON.stringify([
         `{"agent_id":${a},"chain_id":${c},"chain_sequence":`,
-        `","context_bundle_ids":${bj},"context_scd_ids":${sj},"intent_valid":${v},"leaf_index":`,
+        `,"intent_valid":${v},"leaf_index":`,
         `,"parent_request_id":${pr},"previous_hash":"`,
         `","processing_time_ms":${m},"record_hash":"`,
         `","request_id":${r},"request_params":${p},"requested_at":${at},"task_type":${t},"validation_errors":${err}}`,
       ]);
-      if (i) json += ',';
-      json +=
-        `{"r":${r},"a":${a},"t":${t},"p":${p},"v":${v},"e":${err},"b":${bundles ? bundles.literal : 'null'},"s":${scds ? scds.literal : 'null'},` +
-        `"m":${m},"at":${at},"c":${c},"pr":${pr},"rc":${JSON.stringify(rc)},"cc":${JSON.stringify(cc)},"lj":${lj}}`;
+      if (i) records += ',';
+      records +=
+        `{"r":${r},"a":${a},"t":${t},"p":${p},"v":${v},"e":${err},"b":${indexOf(bundles)},"s":${indexOf(scds)},` +
+        `"m":${m},"at":${at},"c":${c},"pr":${pr},"rc":${JSON.stringify(rc)},"c0":${JSON.stringify(c0)},"c1":${JSON.stringify(c1)},"lj":${lj}}`;
     }
-    json += ']';
-    const [row] = await this.ctx.db.query<{ first_seq: number; first_leaf: number }>('SELECT first_seq, first_leaf FROM svc_audit_append($1::jsonb)', [json]);
+    const json = `{"L":[${listsJson}],"R":[${records}]}`;
+    const [row] = await this.ctx.db.query<{ first_seq: number; first_leaf: number }>('SELECT first_seq, first_leaf FROM svc_audit_append_lists($1::jsonb)', [json]);
     const first = Number(row!.first_seq);
     const leaf = Number(row!.first_leaf);
     return batch.map((p, i) => ({ requestId: p.entry.requestId, chainSequence: first + i, leafIndex: leaf + i, requestedAt }));

@@ -96,6 +96,58 @@ describe('readLeaves', () => {
   });
 });
 
+describe('the writer\'s batches (svc_audit_append_lists, migration 0019)', () => {
+  it('stores a batch whose records share some id lists, hold others of their own or none, as the read endpoint and verify expect', async () => {
+    const { createTestDb } = await import('../../../test/harness.js');
+    const { ensureGenesis, systemClock } = await import('../../shared/app-context.js');
+    const { memoryLogger } = await import('../../shared/logger.js');
+    const { AuditWriter } = await import('../audit/writer.js');
+    const { listAuditRequests } = await import('../audit/read.js');
+    const { readLeaves, readLeafHashes } = await import('./leaves.js');
+    const { leafHash } = await import('./merkle.js');
+    const { verifyAuditChain } = await import('../audit/verify.js');
+    const { randomUUID } = await import('node:crypto');
+    const t = await createTestDb();
+    try {
+      await ensureGenesis(t.db, randomUUID(), systemClock);
+      let statements = 0;
+      const db = Object.assign(Object.create(t.db) as typeof t.db, {
+        query: (...a: Parameters<typeof t.db.query>) => {
+          statements++;
+          return t.db.query(...a);
+        },
+      });
+      const w = new AuditWriter({ db, clock: systemClock, logger: memoryLogger() });
+      const shared = Object.freeze(['bundle:meta:0.2.0', 'bundle:security:1.0.0']);
+      const sharedScds = Object.freeze(['scd:meta:a', 'scd:security:b', 'scd:security:c']);
+      const lists: Array<readonly string[] | null> = [shared, sharedScds, null, [], [...tricky], ['"quoted" \\ back', 'scd:x'], shared, null];
+      const entries = Array.from({ length: 24 }, (_, i) => ({
+        requestId: randomUUID(), agentId: null, taskType: tricky[i % tricky.length]!, requestParams: i % 2 ? { k: tricky[i % tricky.length]! } : null, intentValid: i % 5 !== 0,
+        validationErrors: null, contextBundleIds: lists[i % lists.length] as string[] | null, contextScdIds: lists[(i * 3 + 1) % lists.length] as string[] | null,
+        processingTimeMs: i, chainId: null, parentRequestId: null,
+      }));
+      // Appended in one turn: one batch, one statement.
+      const committed = await Promise.all(entries.map((e) => w.append(e)));
+      expect(statements).toBe(1);
+      expect(committed.map((c) => c.chainSequence)).toEqual(committed.map((_, i) => committed[0]!.chainSequence + i));
+      const records = (await listAuditRequests({ db: t.db } as never, { limit: 100 })).records;
+      const byId = new Map(records.map((r) => [r.request_id, r]));
+      for (const e of entries) {
+        const r = byId.get(e.requestId)!;
+        expect(r.context_bundle_ids).toEqual(e.contextBundleIds);
+        expect(r.context_scd_ids).toEqual(e.contextScdIds);
+      }
+      const leaves = await readLeaves(t.db, 0, 100);
+      for (let i = 0; i < records.length; i++) expect(leaves[i]!.data.toString('utf8')).toBe(canonicalJson(records[i]));
+      const stored = await readLeafHashes(t.db, 0, 100);
+      expect(stored.map((h) => h.toString('hex'))).toEqual(leaves.map((l) => leafHash(l.data).toString('hex')));
+      expect(await verifyAuditChain({ db: t.db, clock: systemClock })).toMatchObject({ status: 'ok', leafFailure: null });
+    } finally {
+      await t.close();
+    }
+  });
+});
+
 describe('readLeaves, PostgreSQL writing the JSON (requestJsonSql)', () => {
   // Values no writer would store but a column can hold, each kind at least once; the leaves are
   // compared with the record as the read endpoint's row mapping gives it (toAuditRecord,
