@@ -1,8 +1,9 @@
 /**
  * Context delivery benchmarks (benchmarks.md): audited `POST /api/context` per second with
- * p50/p99 at 64 concurrent clients on W1 (role-scoped, ~10 KB) and W2 (whole deployment,
- * ~55 KB), gRPC RequestContext on W1, and a bare node:http hello-world measured in the same
- * run for the ratio. The load comes from wrk and h2load in their own processes (see
+ * p50/p99 at 64 concurrent clients on W1 (role-scoped: 8 SCDs, a 40 KB answer, where
+ * benchmarks.md guessed about 10 KB) and W2 (whole deployment: 43 SCDs, 87 KB), gRPC
+ * RequestContext on W1, and a bare node:http hello-world measured just before each workload
+ * for the ratio. The load comes from wrk and h2load in their own processes (see
  * external-load.ts), or from the Node generator of load-gen.ts when they are missing; the
  * hello-world and the context runs always share one generator. On PostgreSQL the server is
  * a separate process (`src/main.ts api context-grpc`) on a fresh database holding the real
@@ -114,8 +115,6 @@ async function realRun(b: Bench, corpusDir: string, external: boolean, helloRun:
   );
   // Extra Node flags for the server processes (e.g. BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile them).
   const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const helloBefore = await helloRun(DURATION / 2);
-  b.print(`${fmt(helloBefore.perSecond)} req/s, p50 ${fmt(helloBefore.p50, 2)} ms, p99 ${fmt(helloBefore.p99, 2)} ms | bare node:http hello-world (reference) | - | - | ${CLIENTS} clients; server CPU ${fmt(helloCpuPerReq)} µs/request`);
   for (const workload of ['W1', 'W2'] as const) {
     const testDb = await createTestDb();
     // The server logs as in production (LOG_LEVEL=info unless BENCH_LOG_LEVEL says otherwise),
@@ -139,6 +138,11 @@ async function realRun(b: Bench, corpusDir: string, external: boolean, helloRun:
       const body = JSON.stringify({ task_type: 'code_review' });
       const probe = await caller(proc.url)('api', 'POST', '/api/context', { apiKey, body: { task_type: 'code_review' } });
       const size = Buffer.byteLength(JSON.stringify(probe.body));
+      // The reference, measured just before each workload's REST run (the API server up and
+      // idle): this machine's speed drifts within a session (hello-world 24,000-44,000 req/s in
+      // one session of 2026-12-04), so a reference taken minutes earlier skewed the ratios.
+      const helloBefore = await helloRun(DURATION / 2);
+      b.print(`${fmt(helloBefore.perSecond)} req/s, p50 ${fmt(helloBefore.p50, 2)} ms, p99 ${fmt(helloBefore.p99, 2)} ms | bare node:http hello-world (reference for ${workload}, just before it, the API server idle) | - | - | ${CLIENTS} clients; server CPU ${fmt(helloCpuPerReq)} µs/request`);
       const before = await count(testDb.db);
       const cpu0 = cpuSeconds(proc.child.pid!);
       const pg0 = cpuSecondsOf('postgres');
