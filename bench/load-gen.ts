@@ -102,15 +102,20 @@ export async function startHelloWorld(): Promise<{ url: string; pid: number; sto
   return { url: `http://127.0.0.1:${port}`, pid: child.pid!, stop: () => child.kill('SIGKILL') };
 }
 
-/** User + system CPU seconds a process has used so far (Linux /proc). */
-export function cpuSeconds(pid: number): number {
+/** A process's name and its /proc/<pid>/stat fields after the name (Linux), or null once it has ended. */
+function procStat(pid: number | string): { comm: string; fields: string[] } | null {
   try {
     const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = f.slice(f.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
+    return { comm: f.slice(f.indexOf('(') + 1, f.lastIndexOf(')')), fields: f.slice(f.lastIndexOf(')') + 2).split(' ') };
   } catch {
-    return NaN;
+    return null;
   }
+}
+
+/** User + system CPU seconds a process has used so far (Linux /proc). */
+export function cpuSeconds(pid: number): number {
+  const st = procStat(pid);
+  return st ? (Number(st.fields[11]) + Number(st.fields[12])) / 100 : NaN;
 }
 
 /**
@@ -123,15 +128,10 @@ export function cpuSecondsOf(comm: string): number {
   let found = false;
   for (const pid of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
-    try {
-      const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-      if (f.slice(f.indexOf('(') + 1, f.lastIndexOf(')')) !== comm) continue;
-      const fields = f.slice(f.lastIndexOf(')') + 2).split(' ');
-      total += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
-      found = true;
-    } catch {
-      // The process ended meanwhile.
-    }
+    const st = procStat(pid);
+    if (st?.comm !== comm) continue;
+    total += Number(st.fields[11]) + Number(st.fields[12]) + Number(st.fields[13]) + Number(st.fields[14]);
+    found = true;
   }
   return found ? total / 100 : NaN;
 }

@@ -33,7 +33,7 @@ DECLARE
   lj       jsonb;
   lists    jsonb := batch -> 'L';
   recs     jsonb := batch -> 'R';
-  n        integer := jsonb_array_length(batch -> 'R');
+  n        integer := jsonb_array_length(recs);
   canon    text[] := ARRAY[]::text[];
   nets     text[] := ARRAY[]::text[];
   j        text;
@@ -71,6 +71,7 @@ BEGIN
   first_seq := seq + 1;
   FOR i IN 0 .. n - 1 LOOP
     el := recs -> i;
+    -- PostgreSQL arrays count from 1, the batch's list indexes from 0.
     bi := (el ->> 'b')::integer + 1;
     si := (el ->> 's')::integer + 1;
     seq := seq + 1;
@@ -88,14 +89,14 @@ BEGIN
       || prev_rh || (lj ->> 3) || rh || (lj ->> 4), 'UTF8'));
     prev_rh := rh;
     prev_ch := ch;
-    bis := bis || (bi - 1);
-    sis := sis || (si - 1);
+    bis := bis || bi;
+    sis := sis || si;
     seqs := seqs || seq;
     rhs := rhs || rh;
     chs := chs || ch;
   END LOOP;
   -- Each list as text[] once (the CTE is referenced twice, so it is computed once).
-  WITH l AS (SELECT (t.k - 1)::integer AS k, (t.e ->> 'l')::text[] AS ids FROM jsonb_array_elements(lists) WITH ORDINALITY AS t(e, k))
+  WITH l AS (SELECT t.k::integer AS k, (t.e ->> 'l')::text[] AS ids FROM jsonb_array_elements(lists) WITH ORDINALITY AS t(e, k))
   INSERT INTO agent_context_requests (
     request_id, agent_id, task_type, request_params, intent_valid, validation_errors,
     context_bundle_ids, context_scd_ids, processing_time_ms, requested_at,

@@ -67,18 +67,16 @@ export function textArrayLiteral(a: readonly string[]): string {
 }
 
 /**
- * A list of ids as the writer sends it: normalized (storableText), as the JSON-escaped array
- * literal of the statement, and as its canonical JSON (its text in the content chain's input).
- * Computed once per frozen array: a context request's bundle and SCD ids are its selection's
- * shared, frozen arrays, the same for every request of a role, and working them out per
- * record cost more than the rest of the record. A list that was not frozen is normalized
- * into a frozen copy, which is remembered, so that the writer finds it again.
+ * A list of ids as the writer sends it: normalized (storableText), and as its entry in a
+ * batch's list of lists (svc_audit_append_lists, migration 0019): the JSON-escaped array
+ * literal of the statement and its canonical JSON (its text in the content chain's input and
+ * in the leaf). Computed once per frozen array: a context request's bundle and SCD ids are
+ * its selection's shared, frozen arrays, the same for every request of a role, and working
+ * them out per record cost more than the rest of the record. A list that was not frozen is
+ * normalized into a frozen copy, which is remembered, so that the writer finds it again.
  */
 interface IdList {
   ids: readonly string[];
-  literal: string;
-  canonical: string;
-  /** Its entry in a batch's list of lists (svc_audit_append_lists, migration 0019). */
   entry: string;
 }
 const idLists = new WeakMap<readonly string[], IdList>();
@@ -87,9 +85,7 @@ function idList(a: readonly string[]): IdList {
   if (l === undefined) {
     const normalized = a.map((x) => storableText(x));
     const ids = Object.isFrozen(a) && normalized.every((x, i) => x === a[i]) ? a : Object.freeze(normalized);
-    const literal = JSON.stringify(textArrayLiteral(ids));
-    const canonical = canonicalJson(ids);
-    l = { ids, literal, canonical, entry: `{"l":${literal},"j":${JSON.stringify(canonical)}}` };
+    l = { ids, entry: `{"l":${JSON.stringify(textArrayLiteral(ids))},"j":${JSON.stringify(canonicalJson(ids))}}` };
     // Only frozen lists are remembered: a mutable one could change under its entry.
     if (Object.isFrozen(a)) idLists.set(a, l);
     idLists.set(ids, l);
