@@ -12,8 +12,9 @@
  *   be the hashes of its leaves' subtrees, and the root of the leaves at the latest
  *   checkpoint's size must be its root; the checkpoint's signature is checked with the log's key.
  *
- * A page is two queries (the leaves' indexes and hashes as one bytea, the digests of the
- * page's tiles: TILE_DIGESTS_QUERY) and memory is constant: a page and a compact range of at most 64 subtree hashes.
+ * A page is two queries (the leaves' indexes and hashes, as base64 rows; the digests of the
+ * page's tiles, TILE_DIGESTS_QUERY), READ_AHEAD pages are asked ahead, and memory is constant:
+ * those pages and a compact range of at most 64 subtree hashes.
  */
 import type { AppContext } from '../../shared/app-context.js';
 import type { components } from '../../../gen/openapi/control-plane.js';
@@ -139,24 +140,25 @@ const PAGE_QUERY = `SELECT encode(string_agg(int8send(i) || CASE WHEN h IS NULL 
  * as 32 KiB of hex text. The bytes are read (readTile) only for a tile that differs, is
  * partial, or holds the checkpoint's size, to name the leaf or node that differs. Before, at
  * 1,000,000 leaves, the tree check took about 1.8 s of a 6.1 s verify on the API's thread,
- * most of it decoding and collecting that text (README, "Verify").
+ * most of it decoding and collecting that text (README, "The tree check: tile digests, pages
+ * read ahead").
  */
-const TILE_DIGESTS_QUERY = `SELECT idx, length(data) AS data_length, sha256(data) AS data, length(nodes) AS nodes_length, sha256(nodes) AS nodes
+const TILE_DIGESTS_QUERY = `SELECT idx, length(data) AS data_length, sha256(data) AS data_digest, length(nodes) AS nodes_length, sha256(nodes) AS nodes_digest
   FROM audit_tlog_tiles WHERE level = 0 AND idx >= $1 AND idx < $2 ORDER BY idx`;
 
 interface TileDigestRow {
   idx: number | string;
   data_length: number | string;
-  data: Uint8Array | string;
+  data_digest: Uint8Array | string;
   nodes_length: number | string | null;
-  nodes: Uint8Array | string | null;
+  nodes_digest: Uint8Array | string | null;
 }
 
 const tileDigests = (r: TileDigestRow) => ({
   dataLength: Number(r.data_length),
-  data: asBuffer(r.data),
+  dataDigest: asBuffer(r.data_digest),
   nodesLength: r.nodes_length == null ? null : Number(r.nodes_length),
-  nodes: r.nodes == null ? null : asBuffer(r.nodes),
+  nodesDigest: r.nodes_digest == null ? null : asBuffer(r.nodes_digest),
 });
 
 /** A level-0 tile's bytes: its leaf hashes and its stored inner nodes (null when none); null when it is not stored. */
@@ -235,7 +237,7 @@ async function walkTree(
       const at = (i: number) => (i - t * TILE_WIDTH) * HASH_SIZE; // leaf i in the tile
       const mine = (i: number) => (i - from) * HASH_SIZE; // leaf i in this page's hashes
       const d = digests.get(t);
-      if (d && lo === t * TILE_WIDTH && d.dataLength === at(hi) && sha256Is(hashes, mine(lo), mine(hi), d.data, 0)) continue;
+      if (d && lo === t * TILE_WIDTH && d.dataLength === at(hi) && sha256Is(hashes, mine(lo), mine(hi), d.dataDigest, 0)) continue;
       const tile = d ? (await readTile(db, t))?.data ?? Buffer.alloc(0) : Buffer.alloc(0);
       if (tile.length >= at(hi) && tile.compare(hashes, mine(lo), mine(hi), at(lo), at(hi)) === 0) continue;
       for (let i = lo; i < hi; i++) {
@@ -269,14 +271,14 @@ async function walkTree(
       if (i % TILE_WIDTH === 0 && k + TILE_WIDTH <= to - from && !(checkpoint && checkpoint.treeSize > i && checkpoint.treeSize < i + TILE_WIDTH)) {
         fullTileNodes(hashes, k * HASH_SIZE, tileNodes);
         const d = digests.get(i / TILE_WIDTH);
-        if (!d?.nodes || (d.nodesLength === TILE_NODES_BYTES && sha256Is(tileNodes, 0, TILE_NODES_BYTES, d.nodes, 0))) {
+        if (!d?.nodesDigest || (d.nodesLength === TILE_NODES_BYTES && sha256Is(tileNodes, 0, TILE_NODES_BYTES, d.nodesDigest, 0))) {
           range.push(tileNodes.subarray(TILE_NODES_BYTES), undefined, TILE_HEIGHT);
           k += TILE_WIDTH;
           continue;
         }
       }
       const t = Math.floor(i / TILE_WIDTH);
-      if (!nodes.has(t) && digests.get(t)?.nodes) {
+      if (!nodes.has(t) && digests.get(t)?.nodesDigest) {
         const stored = (await readTile(db, t))?.nodes;
         if (stored) nodes.set(t, stored);
       }
