@@ -271,15 +271,15 @@ export default async function auditBench(b: Bench): Promise<void> {
         // BENCH_AUDIT_VERIFY_RUNS: verify timed that many times on this server (1 by default):
         // this machine's speed drifts within minutes, and a change is judged on several runs.
         const runs = Math.max(1, Number(process.env.BENCH_AUDIT_VERIFY_RUNS ?? 1));
+        // The server's own connections (its pool's backends) and their CPU, from /proc: the
+        // database is on the critical path too, and CPU per record shows through the noise
+        // of a shared machine where records/s does not.
+        // The backends are sampled during the call (every 10 ms; a new one, as the pool opens
+        // it, is looked for every 100 ms and counts from zero): the last sample of each is at
+        // most 10 ms old.
+        const backends = async () =>
+          (await t.owner.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND usename = 'svc_app'`)).map((r) => r.pid);
         for (let run = 0; run < runs; run++) {
-          // The server's own connections (its pool's backends) and their CPU, from /proc: the
-          // database is on the critical path too, and CPU per record shows through the noise
-          // of a shared machine where records/s does not.
-          // The backends are sampled during the call (every 10 ms; a new one, as the pool opens
-          // it, is looked for every 100 ms and counts from zero): the last sample of each is at
-          // most 10 ms old.
-          const backends = async () =>
-            (await t.owner.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND usename = 'svc_app'`)).map((r) => r.pid);
           const seen = new Map<number, { from: number; to: number }>();
           for (const p of await backends()) {
             const c = cpuSeconds(p) || 0;

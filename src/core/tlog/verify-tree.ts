@@ -238,7 +238,7 @@ async function walkTree(
       const mine = (i: number) => (i - from) * HASH_SIZE; // leaf i in this page's hashes
       const d = digests.get(t);
       if (d && lo === t * TILE_WIDTH && d.dataLength === at(hi) && sha256Is(hashes, mine(lo), mine(hi), d.dataDigest, 0)) continue;
-      const tile = d ? (await readTile(db, t))?.data ?? Buffer.alloc(0) : Buffer.alloc(0);
+      const tile = (d && (await readTile(db, t))?.data) || Buffer.alloc(0);
       if (tile.length >= at(hi) && tile.compare(hashes, mine(lo), mine(hi), at(lo), at(hi)) === 0) continue;
       for (let i = lo; i < hi; i++) {
         if (tile.length < at(i + 1) || tile.compare(hashes, mine(i), mine(i + 1), at(i), at(i + 1)) !== 0) {
@@ -248,7 +248,8 @@ async function walkTree(
     }
     // The root at the checkpoint's size; on the way, the full tiles' stored inner nodes
     // (migration 0017: what proofs read) against the subtrees of the leaves.
-    // The stored inner nodes of the tiles checked leaf by leaf (read as such a tile begins).
+    // The stored inner nodes of the tiles checked leaf by leaf (read where such a tile's leaves
+    // begin in this page).
     const nodes = new Map<number, Buffer>();
     let badNode: { leaf: number; error: string } | null = null;
     const checkNode = (height: number, index: number, h: Buffer) => {
@@ -277,9 +278,9 @@ async function walkTree(
           continue;
         }
       }
-      const t = Math.floor(i / TILE_WIDTH);
-      if (!nodes.has(t) && digests.get(t)?.nodesDigest) {
-        const stored = (await readTile(db, t))?.nodes;
+      if (k === 0 || i % TILE_WIDTH === 0) {
+        const t = Math.floor(i / TILE_WIDTH);
+        const stored = digests.get(t)?.nodesDigest && (await readTile(db, t))?.nodes;
         if (stored) nodes.set(t, stored);
       }
       range.push(hashes.subarray(k * HASH_SIZE, (k + 1) * HASH_SIZE), nodes.size ? checkNode : undefined);
