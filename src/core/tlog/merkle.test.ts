@@ -13,6 +13,7 @@ import {
   inclusionProof,
   leafHash,
   nodeHash,
+  rangeSubtrees,
   rootHash,
   subtreeFromTile,
   subtreeHash,
@@ -420,5 +421,48 @@ describe('appendLeaves speed', () => {
     for (let i = 0; i < hs.length; i += 1_000) s.append(hs.slice(i, i + 1_000));
     expect(s.size).toBe(100_000);
     expect(await rootHash(s.read, s.size)).toEqual(mthPlain(hs));
+  });
+});
+
+describe('rangeSubtrees', () => {
+  /** The definition, level by level on doubles: the largest 2^level dividing `at` that fits before `hi`. */
+  const plain = (lo: number, hi: number): number[] => {
+    const out: number[] = [];
+    for (let at = lo; at < hi; ) {
+      let level = 0;
+      while (at % 2 ** (level + 1) === 0 && at + 2 ** (level + 1) <= hi) level++;
+      out.push(level, at / 2 ** level);
+      at += 2 ** level;
+    }
+    return out;
+  };
+  const check = (lo: number, hi: number) => {
+    const out: number[] = [];
+    const count = rangeSubtrees(lo, hi, out);
+    expect(out, `[${lo}, ${hi})`).toEqual(plain(lo, hi));
+    expect(count).toBe(out.length / 2);
+  };
+
+  it('matches the definition on every range within [0, 300)', () => {
+    for (let lo = 0; lo < 300; lo++) for (let hi = lo; hi <= 300; hi++) check(lo, hi);
+  });
+
+  it('matches it on ranges across 2^31, 2^32 and up to 2^53 (the halves of the numbers)', () => {
+    const edges = [2 ** 31, 2 ** 32, 2 ** 40, 2 ** 52, Number.MAX_SAFE_INTEGER - 1000];
+    for (const e of edges) {
+      for (const d of [-3, -1, 0, 1, 5]) {
+        const lo = e + d;
+        for (const len of [1, 2, 3, 7, 255, 256, 257, 65_536, 1_000_003]) if (lo + len <= Number.MAX_SAFE_INTEGER) check(lo, lo + len);
+      }
+      // Aligned starts, as the proofs ask: a multiple of a power of two at least the length.
+      for (const k of [0, 8, 16, 31, 32, 33, 40]) if (e + 2 ** k <= Number.MAX_SAFE_INTEGER) check(e, e + 2 ** k - 1);
+    }
+    let seed = 9;
+    const next = () => (seed = (seed * 16_807) % 2_147_483_647) / 2_147_483_647;
+    for (let i = 0; i < 2_000; i++) {
+      const lo = Math.floor(next() * 2 ** 52) * (next() < 0.5 ? 2 ** Math.floor(next() * 20) : 1);
+      const hi = Math.min(Number.MAX_SAFE_INTEGER, lo + 1 + Math.floor(next() * 2 ** Math.floor(next() * 40)));
+      if (Number.isSafeInteger(lo) && lo < hi) check(lo, hi);
+    }
   });
 });

@@ -226,17 +226,40 @@ export async function subtreeHash(read: ReadTile, level: number, index: number):
  * of a power of two at least as large as its length (every range the RFC's recursions
  * produce), largest first: pushed onto `out` as (level, index) pairs; returns their count.
  */
-function rangeSubtrees(lo: number, hi: number, out: number[]): number {
+export function rangeSubtrees(lo: number, hi: number, out: number[]): number {
   let count = 0;
   let at = lo;
   while (at < hi) {
-    let level = 0;
-    while (at % 2 ** (level + 1) === 0 && at + 2 ** (level + 1) <= hi) level++;
-    out.push(level, at / 2 ** level);
-    at += 2 ** level;
+    // The largest subtree starting at `at` that fits: 2^level leaves, with 2^level dividing
+    // `at` and at + 2^level <= hi. Found with 32-bit integer operations on the halves of the
+    // numbers (safe integers, below 2^53): testing level by level with `%` and `**` on
+    // doubles cost about 12 µs of a cold inclusion proof at 10,000,000 leaves in the server
+    // (a CPU profile of 10,800 gRPC proofs, 2026-12-05), up to 23 tests a subtree.
+    const level = Math.min(trailingZeros(at), floorLog2(hi - at));
+    const size = POW2[level]!;
+    out.push(level, at / size);
+    at += size;
     count++;
   }
   return count;
+}
+
+/** 2^k for k in 0..53, exact. */
+const POW2 = Array.from({ length: 54 }, (_, k) => 2 ** k);
+const TWO_32 = 2 ** 32;
+
+/** The exponent of the largest power of two dividing the safe integer `n` (53 for 0, larger than any level here). */
+function trailingZeros(n: number): number {
+  if (n === 0) return 53;
+  const low = n >>> 0; // n mod 2^32, exact for a safe integer
+  if (low !== 0) return 31 - Math.clz32(low & -low);
+  const high = Math.floor(n / TWO_32) >>> 0;
+  return 32 + 31 - Math.clz32(high & -high);
+}
+
+/** floor(log2(n)) for a safe integer n >= 1. */
+function floorLog2(n: number): number {
+  return n < TWO_32 ? 31 - Math.clz32(n) : 32 + 31 - Math.clz32(Math.floor(n / TWO_32));
 }
 
 /**

@@ -165,7 +165,9 @@ export function tileReader(db: Query, cache: TileCache, size?: number): ReadTile
       void Promise.resolve().then(flush);
     }
     const list = batch;
-    return new Promise<Buffer>((resolve, reject) => list.push({ ...w, resolve, reject }));
+    // The ask's fields named, not spread (`{ ...w }`): the spread, over asks of two shapes, cost
+    // about 2 µs an ask (a CPU profile of cold inclusion proofs in process, 2026-12-05).
+    return new Promise<Buffer>((resolve, reject) => list.push({ level: w.level, index: w.index, node: w.node, resolve, reject }));
   };
   const read: ReadTile = (level, index) => {
     const hit = cachedTile(cache, level, index, size);
