@@ -31,7 +31,14 @@ install: node_modules/.installed clients/ts/dist/.built
 # 2026-11-27, four alternated pairs of the context benchmark gave REST W1 116-164 µs of CPU
 # a request at 16 MB against 143-204 at 32 (gRPC and W2 alike), and 16 MB keeps the process
 # about 30 MB smaller at rest and verify's peak 30-50 MB lower (README, Benchmarks).
-NODE_FLAGS := --max-semi-space-size=16
+# The old generation's limit at twice what survives a full collection. V8's own factor, from
+# its measured collection speed, kept the limit a few MB above the live heap while verify
+# streamed records, and the server ran a full collection every 100-200 ms (44-93 of them while
+# `svc audit verify --since` read 1,000,000 leaves; 7 with this flag).
+# On 2026-12-05, alternated: GET /api/audit/verify 144,852-188,390 records/s at 5.5-6.6 us of
+# server CPU a record, peak RSS 206-218 MB, against 109,104-194,316 at 5.5-9.3 us, 222-239 MB
+# (README, Benchmarks). Flags on the command line: NODE_OPTIONS refuses this one.
+NODE_FLAGS := --max-semi-space-size=16 --heap-growing-percent=100
 # glibc's malloc in two arenas instead of up to eight a core: V8's and libuv's threads each
 # take an arena of their own, and memory freed into one stays resident. On 2026-11-27
 # (1,000,000 records, PostgreSQL, the compiled server, a probe timing verify alone): with the
@@ -67,7 +74,7 @@ dist/.built: node_modules/.installed $(SERVER_SRC)
 build: install dist/.built
 
 run: build
-	$(SERVER_ENV) NODE_OPTIONS="$(NODE_FLAGS) $$NODE_OPTIONS" node dist/src/main.js $(SERVICES)
+	$(SERVER_ENV) node $(NODE_FLAGS) dist/src/main.js $(SERVICES)
 
 # The Python client (clients/python) is generated and tested with Debian's packages: protoc
 # and grpc_python_plugin (protobuf-compiler, protobuf-compiler-grpc) for the stubs,

@@ -24,7 +24,7 @@ export interface ServerProcess {
 }
 
 /** The Node flags `make run` starts the server with (Makefile NODE_FLAGS). */
-export const NODE_FLAGS = ['--max-semi-space-size=16'];
+export const NODE_FLAGS = ['--max-semi-space-size=16', '--heap-growing-percent=100'];
 /**
  * The environment `make run` and the systemd units give the server beside its configuration
  * (Makefile SERVER_ENV). BENCH_MALLOC_ARENA_MAX overrides the arenas for a comparison (16 is

@@ -64,8 +64,8 @@ echo "conformance: $EXAMPLES examples per operation, seed $SEED, on the $where"
 # The services as make run starts them: dist/, which make conformance builds first, with the
 # Makefile's SERVER_ENV and NODE_FLAGS (make conformance passes them; one home for both).
 : "${SERVER_ENV:?run through make conformance, which passes the Makefile SERVER_ENV}" "${NODE_FLAGS:?run through make conformance, which passes the Makefile NODE_FLAGS}"
-# shellcheck disable=SC2086 # SERVER_ENV is a list of NAME=value words
-env $SERVER_ENV NODE_OPTIONS="$NODE_FLAGS ${NODE_OPTIONS:-}" node dist/src/main.js >"$work/server.log" 2>&1 &
+# shellcheck disable=SC2086 # SERVER_ENV is a list of NAME=value words, NODE_FLAGS of flags
+env $SERVER_ENV node $NODE_FLAGS dist/src/main.js >"$work/server.log" 2>&1 &
 server_pid=$!
 if ! prep="$(node --import tsx test/conformance/prepare.ts)"; then
   echo "the services did not start; their log:" >&2

@@ -41,7 +41,7 @@ describe('deploy/systemd units', () => {
   it.each(SERVICE_NAMES)('svc-%s.service: runs that service as svc with the environment file, hardened, restarted on failure', (service) => {
     const k = keys(unitFile(service));
     const one = (name: string) => k.get(name)?.[0];
-    expect(one('ExecStart')).toBe(`/usr/bin/node --max-semi-space-size=16 dist/src/main.js ${service}`);
+    expect(one('ExecStart')).toBe(`/usr/bin/node --max-semi-space-size=16 --heap-growing-percent=100 dist/src/main.js ${service}`);
     expect(k.get('Environment')).toEqual(Object.entries(SERVER_ENV).map(([name, value]) => `${name}=${value}`));
     expect({ user: one('User'), group: one('Group'), env: one('EnvironmentFile'), restart: one('Restart'), dir: one('WorkingDirectory') }).toEqual({
       user: 'svc',
