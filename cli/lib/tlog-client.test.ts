@@ -16,6 +16,9 @@ describe('cli/lib/tlog-client: tiles and entry bundles', () => {
   const bundle = Buffer.alloc(300_000);
   for (let i = 0; i < bundle.length; i++) bundle[i] = (i * 7) & 0xff;
   const tile = Buffer.alloc(256 * 32, 1);
+  const others: Record<string, Buffer> = Object.fromEntries(
+    [[1, 200_000], [2, 150_000], [3, 600_000]].map(([k, n]) => [`/api/audit/tlog/tile/entries/00${k}`, Buffer.alloc(n!, k!)]),
+  );
 
   beforeAll(async () => {
     const a = createServer((req, res) => {
@@ -27,6 +30,13 @@ describe('cli/lib/tlog-client: tiles and entry bundles', () => {
         if (key !== 'the-admin-key') return res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"auth_failed","message":"Invalid admin API key"}');
         res.writeHead(200, { 'content-length': bundle.length });
         for (let at = 0; at < bundle.length; at += 65_536) res.write(bundle.subarray(at, at + 65_536));
+        return res.end();
+      }
+      const other = others[req.url ?? ''];
+      if (other) {
+        // Entries 001 (200 KB) and 003 (600 KB, more than a pooled buffer) with their length, 002 chunked.
+        res.writeHead(200, req.url === '/api/audit/tlog/tile/entries/002' ? {} : { 'content-length': other.length });
+        for (let at = 0; at < other.length; at += 50_000) res.write(other.subarray(at, at + 50_000));
         return res.end();
       }
       res.writeHead(404).end('no such tile');
@@ -50,6 +60,24 @@ describe('cli/lib/tlog-client: tiles and entry bundles', () => {
       { url: '/api/audit/tlog/tile/entries/000', key: 'the-admin-key' },
     ]);
     expect(connections).toBe(1);
+  });
+
+  it('reads entry bundles into buffers given back with release(), whatever their size or framing', async () => {
+    const c = new TlogClient({ endpoint: answering, adminKey: 'the-admin-key' });
+    const a = await c.entryBundle(0);
+    expect(a.equals(bundle)).toBe(true);
+    c.release(a);
+    const b = await c.entryBundle(1);
+    expect(b.buffer).toBe(a.buffer); // the released buffer, holding the new bundle only
+    expect(b.equals(others['/api/audit/tlog/tile/entries/001']!)).toBe(true);
+    const held = await c.entryBundle(0); // b not released: a buffer of its own
+    expect(held.buffer).not.toBe(b.buffer);
+    expect(held.equals(bundle)).toBe(true);
+    expect(b.equals(others['/api/audit/tlog/tile/entries/001']!)).toBe(true);
+    c.release(b);
+    c.release(held);
+    expect((await c.entryBundle(2)).equals(others['/api/audit/tlog/tile/entries/002']!)).toBe(true); // chunked, no length
+    expect((await c.entryBundle(3)).equals(others['/api/audit/tlog/tile/entries/003']!)).toBe(true); // past a pooled buffer
   });
 
   it('a refusal names the URL, the status, the body and what to do about the key; a short tile is refused', async () => {

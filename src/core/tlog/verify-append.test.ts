@@ -176,6 +176,21 @@ describe('verifyAppend', () => {
     for (let k = 1; k < heads.length; k++) expect((await verifyAppend(log.source(), heads[k - 1], heads[k])).ok).toBe(true);
   });
 
+  it('gives each streamed bundle back once, after its last read (release() wipes it here)', async () => {
+    const log = build([req, out, req], 1000);
+    log.flush();
+    const from = { size: 300, root: await rootHash(log.read, 300) };
+    const to = await log.headAsync();
+    const src = log.source();
+    const released: Uint8Array[] = [];
+    const wiping = { ...src, release: (d: Uint8Array) => { released.push(d); d.fill(0); } };
+    const r = await verifyAppend(wiping, from, to, { concurrency: 3 });
+    expect(r).toMatchObject({ ok: true, leaves: 700 });
+    // Bundles 1, 2 and 3 (300 is inside bundle 1): each released once.
+    expect(released.length).toBe(3);
+    expect(new Set(released.map((d) => d.buffer)).size).toBe(3);
+  });
+
   it('walks back over outputs to the last request before the old size, authenticating what it reads', async () => {
     const log = build([req], 10);
     build([out], 600, log, 10); // 600 outputs: the last request is 2 bundles back

@@ -23,6 +23,8 @@ import { rightmostTiles, TreeExtender } from './tree-extender.js';
 export interface TlogSource {
   hashTile(level: number, index: number, width?: number): Promise<Uint8Array>;
   entryBundle(index: number, width?: number): Promise<Uint8Array>;
+  /** Takes back an entry bundle's bytes once they are checked (nothing holds a view of them any more): a source may read the next one into them. */
+  release?(data: Uint8Array): void;
   inclusionProof(q: { leafIndex: number; treeSize: number }): Promise<{ hashes: Uint8Array[] }>;
 }
 
@@ -157,6 +159,7 @@ export async function verifyAppend(src: TlogSource, from: TreeHead, to: TreeHead
       if (problem) return fail(problem, i);
       hasher.hash(k, buf, at[k]!, len[k]!);
     }
+    src.release?.(buf);
     const count = Math.max(0, at.length - from);
     ext.append(hasher.hashes.slice(from, from + count));
     report.leaves += count;
