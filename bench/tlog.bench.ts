@@ -42,6 +42,8 @@ import { memoryLogger } from '../src/shared/logger.js';
 import { TransparencyLog, transparencyLog } from '../src/core/tlog/log.js';
 import { parseSignerKey } from '../src/core/tlog/note.js';
 import { saveCheckpoint, verifyCheckpoint } from '../cli/lib/tlog-trust.js';
+import { TlogClient } from '../cli/lib/tlog-client.js';
+import { CHECK_COLUMNS } from '../src/core/audit/chain-check.js';
 import { apiService } from '../src/api/index.js';
 import { rng } from '../test/rng.js';
 import { appendSynthetic, storeCheckpoint } from '../test/tlog/synthetic-tree.js';
@@ -557,6 +559,25 @@ async function runCli(args: string[], env: Record<string, string>): Promise<{ co
   return { code, stdout, stderr, seconds, peakMb, cpuS, how: gnuTime ? 'GNU time -v, maximum resident set size' : 'VmHWM polled every 10 ms' };
 }
 
+/** Entry bundles first..last fetched through `client`, `concurrency` at once, each given back unread: their bytes, the wall time and this process's CPU. */
+async function fetchBundles(client: TlogClient, first: number, last: number, concurrency: number): Promise<{ seconds: number; bytes: number; cpuS: number }> {
+  let next = first;
+  let bytes = 0;
+  const c0 = process.cpuUsage();
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next <= last) {
+        const data = await client.entryBundle(next++);
+        bytes += data.length;
+        client.release(data);
+      }
+    }),
+  );
+  const c = process.cpuUsage(c0);
+  return { seconds: (performance.now() - t0) / 1000, bytes, cpuS: (c.user + c.system) / 1e6 };
+}
+
 /** 2. `svc audit verify --since` over VERIFY_LEAVES - 10 new leaves. */
 async function verifySinceBench(b: Bench): Promise<void> {
   const n = VERIFY_LEAVES;
@@ -602,13 +623,35 @@ async function verifySinceBench(b: Bench): Promise<void> {
       b.print(`${fmt(r.cpuS, 2)} s CPU in the CLI process, ${fmt(cpuSeconds(proc.child.pid!) - cpu0, 2)} s CPU in the server process, during the verify (user + system; where the time goes) | ${where}`);
       if (r.code !== 0) b.print(`the server's log, last 4,000 characters (the verify failed): ${proc.output().slice(-4000)}`);
       b.print(`${fmt(r.peakMb)} MB | peak RSS of the svc audit verify process (${r.how}) | ${where} | target < 256 MB`);
-      // The CLI hashes each new leaf's four inputs (its leaf data, both chains' inputs, one tree
-      // node) whatever else it does: the bound of two cores doing nothing else, the database free.
-      const floor = hashFloorUs(100_000);
-      b.print(`${fmt(2e6 / floor)} leaves/s | the ceiling of such a check on this machine with the database free: two cores doing nothing but SHA-256 of each leaf's four inputs (${fmt(floor, 2)} µs a leaf, audit.bench's floor measured now), no parsing, no protocol, no server | ${where} | target >= 500,000 leaves/s`);
+      // References in the same run, each a bound on the check: the same bundles fetched by the
+      // CLI's client with nothing checked (what the server and the transport allow), and the
+      // database alone reading the rows the server writes them from (psql, one COPY).
+      const client = new TlogClient({ endpoint: proc.url, adminKey: ADMIN_KEY });
+      const fetchCpu0 = cpuSeconds(proc.child.pid!);
+      const fullBundles = Math.floor(n / 256);
+      const fetched = await fetchBundles(client, 0, fullBundles - 1, 8);
+      const fetchCpu = cpuSeconds(proc.child.pid!) - fetchCpu0;
+      const got = fullBundles * 256;
+      b.print(`${fmt(got / fetched.seconds)} leaves/s (${fmt(fetched.seconds, 2)} s, ${fmt(fetched.bytes / 1e6)} MB) | the full entry bundles of the same leaves (${fmt(got)}) fetched by the CLI's client (8 at once) with nothing checked, in this process: the server's and the transport's bound; ${fmt((fetchCpu / got) * 1e6, 2)} µs of server CPU a leaf, ${fmt((fetched.cpuS / got) * 1e6, 2)} µs of the fetching process's | ${where}`);
     } finally {
       await proc.stop();
     }
+    const q = `COPY (SELECT ${CHECK_COLUMNS} FROM agent_context_requests r WHERE r.leaf_index >= ${FIRST} AND r.leaf_index < ${n} ORDER BY r.leaf_index) TO STDOUT WITH (FORMAT binary)`;
+    const p0 = performance.now();
+    await new Promise<void>((resolve, reject) =>
+      spawn('psql', [t.ownerUrl!, '-q', '-c', q], { stdio: ['ignore', 'ignore', 'inherit'] })
+        .on('error', reject)
+        .on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`psql exited with ${code}`)))),
+    );
+    const pgS = (performance.now() - p0) / 1000;
+    const pgUs = (pgS / (n - FIRST)) * 1e6;
+    b.print(`${fmt((n - FIRST) / pgS)} leaves/s (${fmt(pgS, 2)} s) | PostgreSQL alone: the rows the server writes these entry bundles from (the same columns, in leaf order), one COPY read by psql into /dev/null | ${where}`);
+    // The CLI hashes each new leaf's four inputs (its leaf data, both chains' inputs, one tree
+    // node) whatever else it does, and the database reads each leaf's row for the server to
+    // write it: two cores shared by both, with nothing else to do, bound the check.
+    const floor = hashFloorUs(100_000);
+    b.print(`${fmt(2e6 / floor)} leaves/s | two cores doing nothing but SHA-256 of each leaf's four inputs (${fmt(floor, 2)} µs a leaf, audit.bench's floor measured now), no parsing, no protocol, no server, no database | ${where} | target >= 500,000 leaves/s`);
+    b.print(`${fmt(2e6 / (floor + pgUs))} leaves/s | the ceiling of such a check on this machine: two cores over that floor plus the database's ${fmt(pgUs, 2)} µs a leaf (psql's read above), no parsing, no protocol, no server | ${where} | target >= 500,000 leaves/s`);
   } finally {
     await t.close();
     fs.rmSync(dir, { recursive: true, force: true });
