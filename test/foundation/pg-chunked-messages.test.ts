@@ -42,7 +42,9 @@ describe.skipIf(!REAL)('postgres.js reading messages cut anywhere by the socket'
     const r = rng(20261205);
     // Mostly 1-8 bytes (headers split), else up to 3,000 (a message over several chunks, or several in one).
     const size = () => (r() < 0.3 ? 1 + Math.floor(r() * 8) : 1 + Math.floor(r() * 3000));
-    const sql = postgres(base.appUrl!, { password: DB_PASSWORD, max: 1, socket: recutSocket(base.appUrl!, size), onnotice: () => {} });
+    // postgres.js takes a connected socket from `socket` (connection.js); its types do not name the option.
+    const options = { password: DB_PASSWORD, max: 1, socket: recutSocket(base.appUrl!, size), onnotice: () => {} };
+    const sql = postgres(base.appUrl!, options);
     try {
       const rows = await sql<{ g: number; t: string }[]>`SELECT g, repeat(md5(g::text), g % 40) AS t FROM generate_series(1, 3000) g ORDER BY g`;
       expect(rows.length).toBe(3000);
