@@ -55,6 +55,15 @@ function leafData(f: ChainFields, i: number, prevRh: string, rh: string, ch: str
   });
 }
 
+/** Runs `query` (a COPY ... TO STDOUT) through psql into /dev/null, with `env` added to this process's. */
+export function psqlCopyOut(url: string, query: string, env: Record<string, string> = {}): Promise<void> {
+  return new Promise<void>((resolve, reject) =>
+    spawn('psql', [url, '-q', '-c', query], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] })
+      .on('error', reject)
+      .on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`psql exited with ${code}`)))),
+  );
+}
+
 /**
  * The checking's floor on this machine, in µs of CPU per record: SHA-256 alone of the four
  * inputs each record of the chain needs hashed by any verify of the chains and the tree
@@ -322,13 +331,7 @@ export default async function auditBench(b: Bench): Promise<void> {
       // Verify's read: its records in storage order (a sequential scan), with the settings of its transaction.
       const sq = copyQuery('', '', true);
       const PGOPTIONS = Object.entries(COPY_OUT_SETTINGS).map(([k, v]) => `-c ${k}=${v}`).join(' ');
-      const psqlEnv = { ...process.env, PGOPTIONS };
-      const psqlCopy = (q: string) =>
-        new Promise<void>((resolve, reject) =>
-          spawn('psql', [t.ownerUrl!, '-q', '-c', q], { env: psqlEnv, stdio: ['ignore', 'ignore', 'inherit'] })
-            .on('error', reject)
-            .on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`psql exited with ${code}`)))),
-        );
+      const psqlCopy = (q: string) => psqlCopyOut(t.ownerUrl!, q, { PGOPTIONS });
       // The ceiling of this machine for any verify that reads the records from PostgreSQL:
       // both cores doing nothing but sending them (two backends, each half the table's
       // pages by ctid, a TID range scan), nothing left for checking.

@@ -31,7 +31,7 @@ import { fileURLToPath } from 'node:url';
 import { serve } from '@hono/node-server';
 import type { Bench } from './run.js';
 import { closedLoop, cpuSeconds, fmt, httpCaller, percentile, startHelloWorld } from './load-gen.js';
-import { hashFloorUs, loadChain, rollupCaughtUp } from './audit.bench.js';
+import { hashFloorUs, loadChain, psqlCopyOut, rollupCaughtUp } from './audit.bench.js';
 import { benchAgent } from './context.bench.js';
 import { ADMIN_KEY, createTestDb, DB_PASSWORD, REAL, testEnv, TLOG_KEY } from '../test/harness.js';
 import { NODE_FLAGS, SERVER_ENV, spawnApi } from '../test/audit/server-process.js';
@@ -43,7 +43,7 @@ import { TransparencyLog, transparencyLog } from '../src/core/tlog/log.js';
 import { parseSignerKey } from '../src/core/tlog/note.js';
 import { saveCheckpoint, verifyCheckpoint } from '../cli/lib/tlog-trust.js';
 import { TlogClient } from '../cli/lib/tlog-client.js';
-import { CHECK_COLUMNS } from '../src/core/audit/chain-check.js';
+import { requestRowsCopy } from '../src/core/tlog/leaves.js';
 import { apiService } from '../src/api/index.js';
 import { rng } from '../test/rng.js';
 import { appendSynthetic, storeCheckpoint } from '../test/tlog/synthetic-tree.js';
@@ -636,13 +636,8 @@ async function verifySinceBench(b: Bench): Promise<void> {
     } finally {
       await proc.stop();
     }
-    const q = `COPY (SELECT ${CHECK_COLUMNS} FROM agent_context_requests r WHERE r.leaf_index >= ${FIRST} AND r.leaf_index < ${n} ORDER BY r.leaf_index) TO STDOUT WITH (FORMAT binary)`;
     const p0 = performance.now();
-    await new Promise<void>((resolve, reject) =>
-      spawn('psql', [t.ownerUrl!, '-q', '-c', q], { stdio: ['ignore', 'ignore', 'inherit'] })
-        .on('error', reject)
-        .on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`psql exited with ${code}`)))),
-    );
+    await psqlCopyOut(t.ownerUrl!, requestRowsCopy(FIRST, n));
     const pgS = (performance.now() - p0) / 1000;
     const pgUs = (pgS / (n - FIRST)) * 1e6;
     b.print(`${fmt((n - FIRST) / pgS)} leaves/s (${fmt(pgS, 2)} s) | PostgreSQL alone: the rows the server writes these entry bundles from (the same columns, in leaf order), one COPY read by psql into /dev/null | ${where}`);

@@ -95,15 +95,10 @@ export class TlogClient {
           const ab = length <= POOLED_BYTES ? this.free.pop() : undefined;
           into = ab ? Buffer.from(ab) : Buffer.allocUnsafeSlow(Math.max(length, POOLED_BYTES));
         }
+        // node:http ends a body at its content-length, so a pooled buffer of that size holds it.
         res.on('data', (d: Buffer) => {
-          if (into && at + d.length <= into.length) at += d.copy(into, at);
-          else {
-            if (into) {
-              parts.push(Buffer.from(into.subarray(0, at))); // longer than its content-length said: taken as it comes
-              into = null;
-            }
-            parts.push(d);
-          }
+          if (into) at += d.copy(into, at);
+          else parts.push(d);
         });
         res.on('error', unreachable);
         res.on('end', () => {

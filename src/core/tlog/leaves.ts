@@ -221,6 +221,11 @@ async function readLeavesByCopy(db: Db, from: number, to: number): Promise<Leaf[
   return mergeLeaves(from, to, requests, (r) => r.data!, others);
 }
 
+/** The binary COPY of CHECK_COLUMNS of the context requests whose leaf index is in [from, to), in leaf order (safe integers only: it takes no parameters). */
+export function requestRowsCopy(from: number, to: number): string {
+  return `COPY (SELECT ${CHECK_COLUMNS} FROM agent_context_requests r WHERE r.leaf_index >= ${from} AND r.leaf_index < ${to} ORDER BY r.leaf_index) TO STDOUT WITH (FORMAT binary)`;
+}
+
 /**
  * The context requests whose leaf index is in [from, to), in leaf order, as binary COPY rows
  * of CHECK_COLUMNS given to `row`; `started` is called once the COPY's connection is taken,
@@ -229,7 +234,7 @@ async function readLeavesByCopy(db: Db, from: number, to: number): Promise<Leaf[
  */
 async function copyRequestRows(db: Db, from: number, to: number, row: (buf: Buffer, f: Int32Array) => void, started?: () => void): Promise<boolean> {
   if (!Number.isSafeInteger(from) || !Number.isSafeInteger(to)) return false;
-  const query = `COPY (SELECT ${CHECK_COLUMNS} FROM agent_context_requests r WHERE r.leaf_index >= ${from} AND r.leaf_index < ${to} ORDER BY r.leaf_index) TO STDOUT WITH (FORMAT binary)`;
+  const query = requestRowsCopy(from, to);
   // On PostgreSQL the COPY runs on a connection of its own, taken before the other queries
   // so that it starts at once, and given back as soon as it ends (they may wait for it on a
   // pool of one): when every pooled connection is busy, postgres.js queues the next query on
