@@ -36,7 +36,8 @@ describe.skipIf(!REAL_REDIS)('two processes over Redis', () => {
       expect((await verifyAgentKey(p2.ctx, k1.api_key)).ok).toBe(true);
       expect((await verifyAgentKey(p2.ctx, k2.api_key)).ok).toBe(true);
     }
-    expect(keyCache(p2.ctx).hits).toBeGreaterThan(0); // p2 really serves them from its cache
+    // p2 really serves them from its cache (as below: a fill can be discarded under load).
+    expect(await servedFromCache(p2.ctx, async () => expect((await verifyAgentKey(p2.ctx, k1.api_key)).ok).toBe(true))).toBe(true);
     const ask = (apiKey: string) => p2.call('api', 'POST', '/api/context', { apiKey, body: { task_type: 'triage' } });
     expect((await ask(k1.api_key)).status).toBe(200);
     expect((await p1.call('api', 'DELETE', `/api/agents/${a.agent_id}/api-keys/${k1.key_id}?revoked_by=x`, { admin: true })).status).toBe(204);
