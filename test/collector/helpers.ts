@@ -94,12 +94,4 @@ export function scanDatabase(dbPath: string): string[] {
   return found;
 }
 
-export async function waitFor<T>(fn: () => T | Promise<T>, opts: { timeoutMs?: number; what?: string } = {}): Promise<NonNullable<T>> {
-  const until = Date.now() + (opts.timeoutMs ?? 15_000);
-  for (;;) {
-    const v = await fn();
-    if (v) return v as NonNullable<T>;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${opts.what ?? 'a condition'}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+export { waitFor } from '../wait.js';

@@ -6,6 +6,7 @@
  * (a message's 5-byte header split) to a few thousand, so that every way a message can straddle
  * them comes up, and the rows of a query and a COPY must arrive whole and in order.
  */
+import { createHash } from 'node:crypto';
 import net from 'node:net';
 import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
@@ -48,7 +49,6 @@ describe.skipIf(!REAL)('postgres.js reading messages cut anywhere by the socket'
     try {
       const rows = await sql<{ g: number; t: string }[]>`SELECT g, repeat(md5(g::text), g % 40) AS t FROM generate_series(1, 3000) g ORDER BY g`;
       expect(rows.length).toBe(3000);
-      const { createHash } = await import('node:crypto');
       const md5 = (g: number) => createHash('md5').update(String(g)).digest('hex');
       rows.forEach((row, i) => {
         expect(row.g).toBe(i + 1);

@@ -10,6 +10,7 @@ import type { TestStack } from '../harness.js';
 import type { Broker } from '../../src/shared/broker.js';
 import type { AppContext } from '../../src/shared/app-context.js';
 import { keyCache } from '../../src/core/keys/key-cache.js';
+import { waitFor } from '../wait.js';
 
 export interface LicenseAuthority {
   publicKeyPem: string;
@@ -73,17 +74,17 @@ export async function issueKey(t: TestStack, agent: string, body: Record<string,
 
 /**
  * True once `use` (one authenticated request) is answered from `ctx`'s key cache, trying up to
- * `tries` times, each once the cache is healthy. Both reasons for a miss are the product's
- * rules, met under CI's load: on a shared Redis, invalidations published by other test files'
- * processes arrive here too, and one landing between a lookup and its fill discards the fill
- * (the generation check); and a heartbeat left unanswered for 1.5 s (a busy machine) bypasses
- * and empties the cache until the next one is answered. A cache that never serves the key
- * fails every try.
+ * `tries` times, each once the cache is healthy (an error after 5 s without). Both reasons for
+ * a miss are the product's rules, met under CI's load: on a shared Redis, invalidations
+ * published by other test files' processes arrive here too, and one landing between a lookup
+ * and its fill discards the fill (the generation check); and a heartbeat left unanswered for
+ * 1.5 s (a busy machine) bypasses and empties the cache until the next one is answered. A
+ * cache that never serves the key fails every try.
  */
 export async function servedFromCache(ctx: AppContext, use: () => Promise<unknown>, tries = 10): Promise<boolean> {
   const cache = keyCache(ctx);
   for (let i = 0; i < tries; i++) {
-    for (const until = Date.now() + 5_000; !cache.healthy() && Date.now() < until; ) await new Promise((r) => setTimeout(r, 20));
+    await waitFor(() => cache.healthy(), { timeoutMs: 5_000, what: 'a healthy key cache' });
     const hits = cache.hits;
     await use();
     if (cache.hits > hits) return true;
