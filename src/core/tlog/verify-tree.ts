@@ -123,15 +123,19 @@ const BLOB_LEAVES = 1024;
  * a chained context request's stored leaf hash (checked against its record by the chain
  * checker); no hash for the others (their records are read and hashed here), legacy records
  * included, whose stored hash nothing else checks.
+ * One row per range of `$3` leaves (null when none exists), each aggregated from its own
+ * index scans: grouping the page's leaves instead (`GROUP BY leaf_index / $3`) sorted all of
+ * them for the groups before each group's own sort, and cost PostgreSQL 1.23-1.31 µs a leaf
+ * against 0.85-0.92 (1,000,000 leaves, a page's query after another, CPU of its backend).
  */
-const PAGE_QUERY = `SELECT encode(string_agg(int8send(i) || CASE WHEN h IS NULL THEN '\\x00'::bytea || ${NO_HASH} ELSE '\\x01'::bytea || h END, ''::bytea ORDER BY i), 'base64') AS b
-  FROM (SELECT leaf_index AS i, CASE WHEN record_hash = '${LEGACY_SENTINEL}' OR length(leaf_hash) <> ${HASH_SIZE} THEN NULL ELSE leaf_hash END AS h
-          FROM agent_context_requests WHERE leaf_index >= $1 AND leaf_index < $2
-        UNION ALL
-        SELECT leaf_index, NULL FROM agent_output_logs WHERE leaf_index >= $1 AND leaf_index < $2
-        UNION ALL
-        SELECT leaf_index, NULL FROM audit_management_events WHERE leaf_index >= $1 AND leaf_index < $2) x
-  GROUP BY x.i / $3 ORDER BY x.i / $3`;
+const PAGE_QUERY = `SELECT (SELECT encode(string_agg(int8send(i) || CASE WHEN h IS NULL THEN '\\x00'::bytea || ${NO_HASH} ELSE '\\x01'::bytea || h END, ''::bytea ORDER BY i), 'base64')
+    FROM (SELECT leaf_index AS i, CASE WHEN record_hash = '${LEGACY_SENTINEL}' OR length(leaf_hash) <> ${HASH_SIZE} THEN NULL ELSE leaf_hash END AS h
+            FROM agent_context_requests WHERE leaf_index >= s AND leaf_index < least(s + $3, $2)
+          UNION ALL
+          SELECT leaf_index, NULL FROM agent_output_logs WHERE leaf_index >= s AND leaf_index < least(s + $3, $2)
+          UNION ALL
+          SELECT leaf_index, NULL FROM audit_management_events WHERE leaf_index >= s AND leaf_index < least(s + $3, $2)) x) AS b
+  FROM generate_series($1::int8, $2::int8 - 1, $3::int8) s ORDER BY s`;
 
 /**
  * A page's level-0 tiles, each as the lengths and SHA-256 digests of its leaf hashes and of its
