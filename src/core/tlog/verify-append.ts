@@ -8,9 +8,7 @@
  *    from.size - 1; each leaf read is authenticated, by the seed's leaf hashes or by an
  *    inclusion proof in the old tree), where the chains continue from;
  * 3. streams the entry bundles covering the new leaves, a few in flight, in order: each leaf
- *    is hashed into the extender and its record rechecked (LeafRecordChecker), on a thread of
- *    its own from THREAD_AFTER new leaves (record-check-thread.ts; the first failing record is
- *    reported the same either way);
+ *    is hashed into the extender and its record rechecked (LeafRecordChecker);
  * 4. checks the extender's root against the new root.
  *
  * Memory is constant in the number of leaves: one tile per level and the bundles in flight.
@@ -20,7 +18,6 @@ import { sha256Into } from '../../shared/sha256.js';
 import { HASH_SIZE, leafHash, TILE_WIDTH, verifyInclusion } from './merkle.js';
 import { LeafRecordChecker, parseLeafRecord, recordKind, tipOf, type ChainTip } from './record-check.js';
 import { entrySpans } from './tile-path.js';
-import { RecordCheckThread } from './record-check-thread.js';
 import { rightmostTiles, TreeExtender } from './tree-extender.js';
 
 export interface TlogSource {
@@ -84,30 +81,7 @@ class LeafHasher {
   }
 }
 
-/** New leaves from which the records are checked on a thread of their own (record-check-thread.ts): fewer are checked here, with no thread to start. */
-const THREAD_AFTER = 4096;
-
-/** The record-checking thread failed (not a record): the check is made again on the caller's thread. */
-class ThreadFailed extends Error {}
-
-export interface VerifyAppendOptions {
-  /** Entry bundles fetched at once (8). */
-  concurrency?: number;
-  onBundle?: (leavesDone: number) => void;
-  /** New leaves from which the records are checked on a thread of their own (THREAD_AFTER; Infinity: never, 0: always). */
-  threadAfter?: number;
-}
-
-export async function verifyAppend(src: TlogSource, from: TreeHead, to: TreeHead, opts: VerifyAppendOptions = {}): Promise<AppendReport> {
-  try {
-    return await verifyAppendOn(src, from, to, opts);
-  } catch (e) {
-    if (!(e instanceof ThreadFailed)) throw e;
-    return verifyAppendOn(src, from, to, { ...opts, threadAfter: Infinity });
-  }
-}
-
-async function verifyAppendOn(src: TlogSource, from: TreeHead, to: TreeHead, opts: VerifyAppendOptions): Promise<AppendReport> {
+export async function verifyAppend(src: TlogSource, from: TreeHead, to: TreeHead, opts: { concurrency?: number; onBundle?: (leavesDone: number) => void } = {}): Promise<AppendReport> {
   const report: AppendReport = { ok: false, leaves: 0, requests: 0, outputs: 0, events: 0 };
   const fail = (reason: string, leafIndex?: number): AppendReport => Object.assign(report, { ok: false, reason, leafIndex });
   const m = from.size;
@@ -159,14 +133,6 @@ async function verifyAppendOn(src: TlogSource, from: TreeHead, to: TreeHead, opt
     }
   }
   const checker = new LeafRecordChecker(tip, chained);
-  const thread = n - m >= (opts.threadAfter ?? THREAD_AFTER) ? await RecordCheckThread.start(tip, chained) : null;
-  const onThread = async <T>(p: Promise<T>): Promise<T> => {
-    try {
-      return await p;
-    } catch (e) {
-      throw new ThreadFailed((e as Error).message);
-    }
-  };
 
   // 3. Stream the new leaves.
   const concurrency = Math.max(1, opts.concurrency ?? 8);
@@ -180,41 +146,28 @@ async function verifyAppendOn(src: TlogSource, from: TreeHead, to: TreeHead, opt
       window.push(p);
     }
   };
-  try {
+  launch();
+  head = null; // the window holds it now
+  const hasher = new LeafHasher();
+  for (let b = firstBundle; b <= lastBundle; b++) {
+    const { buf, at, len } = await window.shift()!;
     launch();
-    head = null; // the window holds it now
-    const hasher = new LeafHasher();
-    for (let b = firstBundle; b <= lastBundle && !thread?.failure; b++) {
-      const { buf, at, len } = await window.shift()!;
-      launch();
-      const from = Math.max(0, m - b * TILE_WIDTH); // the entries before are old leaves (the old root covers them)
-      // The records on the thread (a copy of the bundle), or here, each before its leaf is hashed.
-      if (thread) await onThread(thread.check(b * TILE_WIDTH, from, buf));
-      for (let k = from; k < at.length; k++) {
-        if (!thread) {
-          const problem = checker.checkAt(b * TILE_WIDTH + k, buf, at[k]!, at[k]! + len[k]!);
-          if (problem) return fail(problem, b * TILE_WIDTH + k);
-        }
-        hasher.hash(k, buf, at[k]!, len[k]!);
-      }
-      src.release?.(buf);
-      const count = Math.max(0, at.length - from);
-      ext.append(hasher.hashes.slice(from, from + count));
-      report.leaves += count;
-      opts.onBundle?.(report.leaves);
+    const from = Math.max(0, m - b * TILE_WIDTH); // the entries before are old leaves (the old root covers them)
+    for (let k = from; k < at.length; k++) {
+      const i = b * TILE_WIDTH + k;
+      const problem = checker.checkAt(i, buf, at[k]!, at[k]! + len[k]!);
+      if (problem) return fail(problem, i);
+      hasher.hash(k, buf, at[k]!, len[k]!);
     }
-    const counts = thread ? await onThread(thread.finish()) : { requests: checker.requests, outputs: checker.outputs, events: checker.events, failure: null };
-    if (counts.failure) {
-      // The leaves of the bundles before the failing one, as counted on one thread.
-      report.leaves = Math.max(0, Math.floor(counts.failure.leaf / TILE_WIDTH) * TILE_WIDTH - m);
-      return fail(counts.failure.reason, counts.failure.leaf);
-    }
-    report.requests = counts.requests;
-    report.outputs = counts.outputs;
-    report.events = counts.events;
-  } finally {
-    await thread?.close();
+    src.release?.(buf);
+    const count = Math.max(0, at.length - from);
+    ext.append(hasher.hashes.slice(from, from + count));
+    report.leaves += count;
+    opts.onBundle?.(report.leaves);
   }
+  report.requests = checker.requests;
+  report.outputs = checker.outputs;
+  report.events = checker.events;
 
   // 4. The new root.
   if (ext.size !== n) return fail(`the entry bundles hold ${ext.size} leaves, the checkpoint ${n}`);
