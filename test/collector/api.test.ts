@@ -11,7 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDb, startTestStack, type TestDb, type TestStack } from '../harness.js';
 import { loadOperations, type LoadedOp } from '../contract/operations.js';
 import { activity, startFakeFeed, type Activity, type FakeFeed } from './fake-feed.js';
-import { fixture, otlpLine, scanDatabase, tmpDir, waitFor } from './helpers.js';
+import { fixture, otlpLine, scanDatabase, tmpDir } from './helpers.js';
+import { waitFor } from '../wait.js';
 
 const SECRET = 'collector-api-test-secret-0123456789';
 const hmac = (v: string) => 'hmac-sha256:' + createHmac('sha256', SECRET).update(v).digest('hex');

@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestStack, type TestStack } from '../harness.js';
 import { loadOperations, type LoadedOp } from '../contract/operations.js';
 import { mutate, Rng, valid, type Schema } from '../contract/gen-values.js';
-import { fixture, tmpDir, waitFor } from './helpers.js';
+import { fixture, tmpDir } from './helpers.js';
+import { waitFor } from '../wait.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 30);
 const SEED = Number(process.env.FUZZ_SEED ?? Date.now() % 1_000_000);

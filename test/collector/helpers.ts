@@ -93,5 +93,3 @@ export function scanDatabase(dbPath: string): string[] {
   }
   return found;
 }
-
-export { waitFor } from '../wait.js';

@@ -130,12 +130,12 @@ const BLOB_LEAVES = 1024;
  */
 const PAGE_QUERY = `SELECT (SELECT encode(string_agg(int8send(i) || CASE WHEN h IS NULL THEN '\\x00'::bytea || ${NO_HASH} ELSE '\\x01'::bytea || h END, ''::bytea ORDER BY i), 'base64')
     FROM (SELECT leaf_index AS i, CASE WHEN record_hash = '${LEGACY_SENTINEL}' OR length(leaf_hash) <> ${HASH_SIZE} THEN NULL ELSE leaf_hash END AS h
-            FROM agent_context_requests WHERE leaf_index >= s AND leaf_index < least(s + $3, $2)
+            FROM agent_context_requests WHERE leaf_index >= s AND leaf_index < e
           UNION ALL
-          SELECT leaf_index, NULL FROM agent_output_logs WHERE leaf_index >= s AND leaf_index < least(s + $3, $2)
+          SELECT leaf_index, NULL FROM agent_output_logs WHERE leaf_index >= s AND leaf_index < e
           UNION ALL
-          SELECT leaf_index, NULL FROM audit_management_events WHERE leaf_index >= s AND leaf_index < least(s + $3, $2)) x) AS b
-  FROM generate_series($1::int8, $2::int8 - 1, $3::int8) s ORDER BY s`;
+          SELECT leaf_index, NULL FROM audit_management_events WHERE leaf_index >= s AND leaf_index < e) x) AS b
+  FROM generate_series($1::int8, $2::int8 - 1, $3::int8) s CROSS JOIN LATERAL (VALUES (least(s + $3::int8, $2::int8))) r(e) ORDER BY s`;
 
 /**
  * A page's level-0 tiles, each as the lengths and SHA-256 digests of its leaf hashes and of its
