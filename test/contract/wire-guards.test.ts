@@ -8,7 +8,8 @@ import http from 'node:http';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_KEY, startTestStack, type TestStack } from '../harness.js';
-import { jsonTooDeep, MAX_JSON_DEPTH } from '../../src/shared/http/wire-guards.js';
+import { integerParams, jsonTooDeep, MAX_JSON_DEPTH } from '../../src/shared/http/wire-guards.js';
+import { loadOperations } from './operations.js';
 import type { ServiceName } from '../../src/shared/service.js';
 
 // 8002 (context-grpc) included: it serves HTTP/1.1 beside HTTP/2 on the same port.
@@ -152,6 +153,52 @@ describe('JSON nested too deeply', () => {
     const big = await request(portOf('api'), 'POST', '/api/context', { 'x-api-key': apiKey, 'content-type': 'application/json' }, `{"task_type":"guard_check","context":${nested(20_000)}}`);
     expect({ status: big.status, code: big.body.error_code }).toEqual({ status: 400, code: 'VALIDATION_ERROR' });
     expect(errorLines()).toEqual([]);
+  });
+});
+
+describe('integer parameters', () => {
+  const NOT_DECIMAL = ['0x10', '1e1', '+1', ' 1', '1.0', '1_0'];
+  const TOO_BIG = ['9007199254740992', '9007199254740993', '99999999999999999999999', '-9007199254740992'];
+
+  it('every integer parameter of every service: not written in decimal digits, or past 2^53 - 1, is 400 validation_error naming it', async () => {
+    const ops = (await loadOperations()).map((o) => ({ ...o, ints: integerParams(o.op.parameters) })).filter((o) => o.ints.length);
+    // The audit reads' and the proofs' sequences, the lists' limits and offsets, the telemetry log's, the collector's, a header.
+    expect(ops.length).toBeGreaterThanOrEqual(12);
+    expect(ops.some((o) => o.ints.some((p) => p.in === 'header'))).toBe(true);
+    for (const o of ops) {
+      const base = o.op.path.replace(/\{[^}]+\}/g, 'x');
+      // The operation's other required query parameters, at their least value.
+      const required = (o.op.parameters ?? []) as Array<{ in: string; name: string; required?: boolean; schema?: { minimum?: number } }>;
+      const others = (name: string) => required.filter((q) => q.in === 'query' && q.required && q.name !== name).map((q) => `&${q.name}=${q.schema?.minimum ?? 0}`).join('');
+      for (const p of o.ints) {
+        // Past 2^53 - 1: the format's refusal, or the parameter's own bound's where it has one.
+        // (A header value's surrounding spaces are not part of it: HTTP drops them.)
+        const notDecimal = p.in === 'header' ? NOT_DECIMAL.filter((t) => t.trim() === t) : NOT_DECIMAL;
+        for (const [text, rule] of [...notDecimal.map((t) => [t, 'type']), ...TOO_BIG.map((t) => [t, expect.stringMatching(/^(format|maximum|minimum)$/)])] as Array<[string, unknown]>) {
+          const r = p.in === 'header'
+            ? await s.call(o.service, o.op.method.toUpperCase(), `${base}?${others(p.name).slice(1)}`, { admin: true, headers: { [p.name]: text } })
+            : await s.call(o.service, o.op.method.toUpperCase(), `${base}?${p.name}=${encodeURIComponent(text)}${others(p.name)}`, { admin: true });
+          expect({ op: o.id, param: p.name, text, status: r.status, error: r.body?.error, issue: r.body?.details?.errors?.[0] }).toEqual({
+            op: o.id,
+            param: p.name,
+            text,
+            status: 400,
+            error: 'validation_error',
+            issue: { path: `/${p.in}/${p.name}`, rule, message: expect.any(String) },
+          });
+        }
+      }
+    }
+    expect(errorLines()).toEqual([]);
+  });
+
+  it('decimal digits are taken as before: leading zeros, a minus sign where the minimum allows it, 2^53 - 1', async () => {
+    const r = await s.call('api', 'GET', '/api/agents?limit=05&offset=00', { admin: true });
+    expect(r.status).toBe(200);
+    const negative = await s.call('api', 'GET', '/api/agents?offset=-1', { admin: true });
+    expect({ status: negative.status, rule: negative.body.details.errors[0].rule }).toEqual({ status: 400, rule: 'minimum' });
+    const max = await s.call('api', 'GET', `/api/audit/requests?after_sequence=${Number.MAX_SAFE_INTEGER}`, { admin: true });
+    expect([max.status, max.body.records]).toEqual([200, []]);
   });
 });
 

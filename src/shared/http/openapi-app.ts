@@ -34,7 +34,7 @@ import type { Logger } from '../logger.js';
 import { requestIdOf } from '../request-id.js';
 import { httpRouteTimer, methodLabel, UNMATCHED_ROUTE, type HttpRouteTimer } from '../metrics.js';
 import { compileMatcher } from './operation-router.js';
-import { jsonTooDeep, mediaTypeDeclared, TOO_DEEP_ISSUE } from './wire-guards.js';
+import { integerParams, jsonTooDeep, malformedIntegers, mediaTypeDeclared, SAFE_INT64, SAFE_INT64_MESSAGE, TOO_DEEP_ISSUE, type IntegerParam } from './wire-guards.js';
 import type { ErrorReply, Handlers, OperationsShape, UncheckedRequest, UncheckedResult, ValidationFailHandler } from './contract-types.js';
 
 export const BODY_LIMIT_BYTES = 16 * 1024 * 1024;
@@ -102,6 +102,7 @@ function formatValidationErrors(errors: NonNullable<OaContext['validation']>['er
     p = p.replace(/^\/requestBody/, '/body');
     if (!p.startsWith('/')) p = `/body${p}`;
     const extra = e.params?.allowedValues ? ` (${e.params.allowedValues.join(', ')})` : '';
+    if (e.keyword === 'format' && e.params?.format === 'int64') return { path: p, rule: 'format', message: SAFE_INT64_MESSAGE };
     return { path: p, rule: String(e.keyword ?? 'schema'), message: `${e.message ?? 'is invalid'}${extra}` };
   });
 }
@@ -116,6 +117,7 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
     // Formats (date-time, uuid, uri) are checked, not ignored.
     customizeAjv: (ajv) => {
       (addFormats as unknown as (a: unknown) => void)(ajv);
+      ajv.addFormat('int64', SAFE_INT64);
       return ajv;
     },
   });
@@ -200,12 +202,26 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
       return errorResult(new AppError('not_implemented', `${c.operation.operationId} is not implemented yet`));
     },
   });
+  // The integer parameters of each operation that has any, whose texts the validator does not
+  // check as written (malformedIntegers): checked once it has passed the request.
+  const integers = new Map<string, IntegerParam[]>();
+  for (const op of operations) {
+    const list = integerParams(op.parameters);
+    if (list.length && op.operationId) integers.set(op.operationId, list);
+  }
   for (const [opId, handler] of Object.entries(handlers)) {
-    if (handler)
-      api.register(opId, (c: OaContext, ...[raw, requestId, body, hc]: Args) => {
-        mark(c, hc);
-        return handler(toReq(c, raw, requestId, body), ctx, c);
-      });
+    if (!handler) continue;
+    const ints = integers.get(opId);
+    api.register(opId, (c: OaContext, ...[raw, requestId, body, hc]: Args) => {
+      mark(c, hc);
+      if (ints) {
+        const issues = malformedIntegers(ints, new URL(raw.url).searchParams, (c.request?.headers as Record<string, string>) ?? {}, () =>
+          api.router.parseRequest({ method: raw.method, path: c.request.path, headers: {} }, c.operation).params,
+        );
+        if (issues.length) return errorResult(new AppError('validation_error', 'The request does not match the contract', { details: { errors: issues } }));
+      }
+      return handler(toReq(c, raw, requestId, body), ctx, c);
+    });
   }
 
   const app = new Hono<EdgeEnv>();

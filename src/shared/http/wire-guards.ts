@@ -11,6 +11,11 @@
  *   recurses, and a few thousand levels overflow the stack. `jsonTooDeep` finds it first,
  *   in one pass over the text.
  * - A body in a media type the operation does not declare (`mediaTypeDeclared`).
+ * - An integer parameter (query, path or header) that is not written as a plain decimal
+ *   integer (`malformedIntegers`): the contract's validator turns any text JavaScript's
+ *   Number() reads into a number, so `0x10`, `1e3`, `+1` and ` 1` were 16, 1000, 1 and 1.
+ *   And one past 2^53 - 1, which no JavaScript number holds exactly (`leaf_index=9007199254740993`
+ *   was leaf 9007199254740992): refused here and, in bodies, by the int64 format (SAFE_INT64).
  */
 import type { Duplex } from 'node:stream';
 import { AppError, type ValidationIssue } from '../errors.js';
@@ -43,6 +48,64 @@ export function jsonTooDeep(text: string, max = MAX_JSON_DEPTH): boolean {
   }
   return false;
 }
+
+/** Where an integer parameter of an operation is, as its text must be checked (malformedIntegers). */
+export interface IntegerParam {
+  in: 'query' | 'path' | 'header';
+  name: string;
+}
+
+/** An integer parameter's text: decimal digits, a minus sign allowed (`minimum` refuses it where it must). */
+const DECIMAL_INTEGER = /^-?[0-9]+$/;
+
+/**
+ * The integer parameters of an operation, from its `parameters` as openapi-backend
+ * dereferenced them (and the path's own, which it merges in). Header names in lower case.
+ */
+export function integerParams(parameters: readonly unknown[] | undefined): IntegerParam[] {
+  const out: IntegerParam[] = [];
+  for (const p of parameters ?? []) {
+    const { in: where, name, schema } = p as { in?: string; name?: string; schema?: { type?: string } };
+    if (schema?.type !== 'integer' || typeof name !== 'string') continue;
+    if (where === 'query' || where === 'path') out.push({ in: where, name });
+    else if (where === 'header') out.push({ in: where, name: name.toLowerCase() });
+  }
+  return out;
+}
+
+/**
+ * The integer parameters whose text is not a plain decimal integer, or is one JavaScript
+ * cannot hold exactly (past 2^53 - 1 either way). `path` gives the path parameters' texts (as
+ * routed, before the validator coerced them); a query parameter given more than once is the
+ * validator's to refuse (not an integer), each of its texts is checked here too.
+ */
+export function malformedIntegers(params: readonly IntegerParam[], query: URLSearchParams, headers: Record<string, string>, path: () => Record<string, unknown>): ValidationIssue[] {
+  const issues: ValidationIssue[] = [];
+  let pathTexts: Record<string, unknown> | undefined;
+  for (const p of params) {
+    const texts = p.in === 'query' ? query.getAll(p.name) : p.in === 'header' ? (headers[p.name] === undefined ? [] : [headers[p.name]!]) : [(pathTexts ??= path())[p.name]];
+    for (const text of texts) {
+      if (typeof text !== 'string') continue;
+      if (!DECIMAL_INTEGER.test(text)) {
+        issues.push({ path: `/${p.in}/${p.name}`, rule: 'type', message: 'must be an integer written in decimal digits (a minus sign allowed)' });
+        break;
+      }
+      if (!Number.isSafeInteger(Number(text))) {
+        issues.push({ path: `/${p.in}/${p.name}`, rule: 'format', message: SAFE_INT64_MESSAGE });
+        break;
+      }
+    }
+  }
+  return issues;
+}
+
+/**
+ * The int64 format as the contract's validator checks it: a number JavaScript holds exactly.
+ * ajv-formats' own accepts any integer, so a JSON body's 9007199254740993 (read as
+ * 9007199254740992) or 1e23 passed as int64.
+ */
+export const SAFE_INT64 = { type: 'number' as const, validate: (n: number) => Number.isSafeInteger(n) };
+export const SAFE_INT64_MESSAGE = `must be an integer from -${Number.MAX_SAFE_INTEGER} to ${Number.MAX_SAFE_INTEGER}`;
 
 /** The media type of a Content-Type header (lower case, parameters dropped), or ''. */
 function mediaType(contentType: string | undefined): string {
