@@ -244,6 +244,10 @@ describe('gRPC TransparencyLogService on 8002', () => {
     expect(await code(client.getConsistencyProof({ from: 10n, to: 5n }))).toBe(Code.InvalidArgument);
     expect(await code(client.getInclusionProof({ leaf: { case: 'leafIndex', value: BigInt(c.size) } }))).toBe(Code.InvalidArgument);
     expect(await code(client.getInclusionProof({}))).toBe(Code.InvalidArgument);
+    // An empty or over-long request id, as the REST route's contract refuses it (it was NOT_FOUND).
+    expect(await code(client.getInclusionProof({ leaf: { case: 'requestId', value: '' } }))).toBe(Code.InvalidArgument);
+    expect(await code(client.getInclusionProof({ leaf: { case: 'requestId', value: 'r'.repeat(1025) } }))).toBe(Code.InvalidArgument);
+    expect(await code(client.getInclusionProof({ leaf: { case: 'requestId', value: 'no-such-request' } }))).toBe(Code.NotFound);
     expect(await code(client.getConsistencyProof({ from: 0n, to: BigInt(c.size + 5) }))).toBe(Code.NotFound);
   });
 
