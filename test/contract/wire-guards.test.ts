@@ -101,6 +101,37 @@ describe('paths are routed as sent', () => {
   });
 });
 
+describe('paths whose percent-encoding is not UTF-8', () => {
+  it('are 400 validation_error (rule encoding) on every operation with a path parameter, after the admin check; never a 500', async () => {
+    const ops = (await loadOperations()).filter((o) => o.op.path.includes('{'));
+    expect(ops.length).toBeGreaterThanOrEqual(10);
+    for (const o of ops) {
+      for (const bad of ['x%C0%AFy', '%zz', '%E0%A4']) {
+        const p = o.op.path.replace(/\{[^}]+\}/g, bad);
+        const method = o.op.method.toUpperCase();
+        const body = ['POST', 'PUT', 'PATCH'].includes(method) ? '{}' : undefined;
+        const headers = { 'x-admin-key': ADMIN_KEY, ...(body && { 'content-type': 'application/json' }) };
+        const r = await request(portOf(o.service), method, p, headers, body);
+        // An operation an agent's key opens checks that key first (its handler does): 401 here.
+        const agentOnly = o.security.length > 0 && !o.security.some((k) => k === 'AdminKey' || k === 'AuditorKey');
+        expect({ op: o.id, p, status: r.status, type: r.type, rule: r.body?.details?.errors?.[0]?.rule }).toEqual(
+          agentOnly ? { op: o.id, p, status: 401, type: expect.stringContaining('application/json'), rule: undefined } : { op: o.id, p, status: 400, type: expect.stringContaining('application/json'), rule: 'encoding' },
+        );
+        if (agentOnly) {
+          const withKey = await request(portOf(o.service), method, p, { ...headers, 'x-api-key': apiKey }, body);
+          expect({ op: o.id, p, status: withKey.status, type: withKey.type }).toEqual({ op: o.id, p, status: 400, type: expect.stringContaining('application/json') });
+        }
+        if (o.security.includes('AdminKey')) {
+          const anonymous = await request(portOf(o.service), method, p, body ? { 'content-type': 'application/json' } : {}, body);
+          expect({ op: o.id, status: anonymous.status }).toEqual({ op: o.id, status: 401 });
+        }
+      }
+    }
+    // Before: openapi-backend threw decoding the parameter (URIError), an error line and a 500.
+    expect(errorLines()).toEqual([]);
+  });
+});
+
 describe('bodies in a media type the operation does not declare', () => {
   const agent = { agent_id: 'agent:plain', name: 'plain', role_id: 'role:guards', allowed_intents: ['guard_check'] };
   it('text/plain, a form and no Content-Type: 415 unsupported_media_type, nothing created', async () => {

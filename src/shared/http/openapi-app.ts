@@ -300,10 +300,14 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
       }
       const headers: Record<string, string> = {};
       raw.headers.forEach((v, k) => (headers[k] = v));
-      // What is wrong with the body itself, found before it is parsed and handed on.
-      let refusal: { status: 400 | 415; issue: ValidationIssue } | undefined;
+      // What is wrong with the path's encoding or with the body itself, found before either is
+      // decoded and handed on.
+      let refusal: { status: 400 | 415; issue: ValidationIssue; message?: string } | undefined;
       let op: ReturnType<typeof safeMatch>;
-      if (text.length > 0) {
+      if (!pathDecodes(path)) {
+        op = safeMatch(api, raw.method, path);
+        refusal = { status: 400, issue: BAD_PATH_ENCODING, message: 'The request path is not percent-encoded UTF-8' };
+      } else if (text.length > 0) {
         op = safeMatch(api, raw.method, path);
         const declared = op?.requestBody && 'content' in op.requestBody ? Object.keys(op.requestBody.content ?? {}) : [];
         if (declared.length > 0 && !mediaTypeDeclared(headers['content-type'], declared)) {
@@ -339,7 +343,7 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
         } else if (refusal.status === 415) {
           result = unsupportedMediaType(refusal.issue);
         } else {
-          result = errorResult(new AppError('validation_error', refusal.issue.rule === 'json' ? 'Request body is not valid JSON' : 'Request body is nested too deeply', { details: { errors: [refusal.issue] } }));
+          result = errorResult(new AppError('validation_error', refusal.message ?? (refusal.issue.rule === 'json' ? 'Request body is not valid JSON' : 'Request body is nested too deeply'), { details: { errors: [refusal.issue] } }));
         }
       } else {
         result = await api.handleRequest({ method: raw.method, path, query: url.search.slice(1), headers, body }, raw, requestId, body, c);
@@ -388,6 +392,24 @@ function rawPath(env: { incoming?: IncomingMessage } | undefined): string | unde
   if (!target || target[0] !== '/') return undefined;
   const q = target.indexOf('?');
   return q < 0 ? target : target.slice(0, q);
+}
+
+/** The refusal of a path whose percent-encoding is not UTF-8 (`%zz`, `%C0%AF`). */
+const BAD_PATH_ENCODING: ValidationIssue = { path: '/path', rule: 'encoding', message: 'the path has a percent-encoded sequence that is not UTF-8' };
+
+/**
+ * False when the path's percent-encoding does not decode (a `%` without two hex digits, bytes
+ * that are not UTF-8): openapi-backend decodes each path parameter as it hands it on, and
+ * threw there, a 500 for `GET /api/agents/%C0%AF`.
+ */
+function pathDecodes(path: string): boolean {
+  if (!path.includes('%')) return true;
+  try {
+    decodeURIComponent(path);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function safeMatch(api: OpenAPIBackend, method: string, path: string) {
