@@ -7,7 +7,7 @@ export const EXIT = {
   warnings: 2,
   /** Bad command line: unknown command or option, missing or malformed argument. */
   usage: 3,
-  /** A file or directory that was named cannot be read. */
+  /** A file or directory that was named cannot be read (or, for a file to save, written). */
   unreadable: 4,
   /** The server could not be reached (refused, timed out, DNS, TLS). */
   unreachable: 5,

@@ -3,7 +3,7 @@
  * a checkpoint, or fetched once with a warning), checkpoints opened with it, and checkpoint
  * files (`svc audit checkpoint --save`, `svc audit verify --since/--save`).
  */
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { parseCheckpoint } from '../../src/core/tlog/checkpoint.js';
 import { openNote, parseVerifierKey } from '../../src/core/tlog/note.js';
 import { CliError, EXIT, usageError } from './errors.js';
@@ -76,11 +76,20 @@ function toSaved(c: VerifiedCheckpoint): SavedCheckpoint {
   return { origin: c.origin, tree_size: c.size, root: c.root.toString('base64'), note: c.note, log_key: c.logKey };
 }
 
-/** Writes a file whole or not at all (temporary file, then rename). */
+/**
+ * Writes a file whole or not at all (temporary file, then rename). A path that cannot be
+ * written (no such directory, a directory, no permission) is exit code 4 with the path and
+ * the reason, the temporary file removed (it was an unexpected error with a stack).
+ */
 export function writeFileAtomic(path: string, text: string): void {
   const tmp = `${path}.${process.pid}.tmp`;
-  writeFileSync(tmp, text, { mode: 0o644 });
-  renameSync(tmp, path);
+  try {
+    writeFileSync(tmp, text, { mode: 0o644 });
+    renameSync(tmp, path);
+  } catch (e) {
+    rmSync(tmp, { force: true });
+    throw new CliError(`${path}: cannot write it: ${(e as Error).message}`, EXIT.unreadable);
+  }
 }
 
 export function saveCheckpoint(path: string, c: VerifiedCheckpoint): void {

@@ -4,7 +4,7 @@
  * verify --since (append-only and every new leaf rechecked), the witness cosigning and
  * refusing a log whose key it does not trust. The pure parts: audit-files.test.ts.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_KEY, startTestStack, type TestStack } from '../harness.js';
@@ -83,6 +83,16 @@ describe('svc audit checkpoint, prove, verify', () => {
     const bad = await box.run(['audit', 'checkpoint'], { env: { ...env(), SVC_TLOG_KEY: other } });
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/signature does not verify/);
+  });
+
+  it('names a path it cannot save to (no such directory, a directory) with exit code 4, no stack, nothing left behind', async () => {
+    for (const target of ['no-such-dir/cp.json', '.']) {
+      const r = await box.run(['audit', 'checkpoint', '--save', target], { env: env() });
+      expect({ target, code: r.code }).toEqual({ target, code: 4 });
+      expect(r.stderr).toMatch(new RegExp(`svc: ${target.replace('.', '\\.')}: cannot write it: E(NOENT|ISDIR|BUSY)`));
+      expect(r.stderr).not.toMatch(/unexpected error|\n\s+at /);
+    }
+    expect(readdirSync(box.work).filter((f) => f.endsWith('.tmp'))).toEqual([]);
   });
 
   it('warns when it trusts the served key on first use', async () => {
