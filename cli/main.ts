@@ -90,7 +90,7 @@ function build(): CAC {
     if (examples) examples.body = examples.body.split('\n').map((l) => `  $ ${l}`).join('\n');
     sections.push({
       title: 'Exit codes',
-      body: '  0 success, 1 errors found or command refused (the API\'s error), 2 warnings under --strict (svc witness: a split view), 3 usage,\n  4 unreadable path, 5 the server could not be reached',
+      body: '  0 success, 1 errors found or command refused (the API\'s error), 2 warnings under --strict (svc witness: a split view), 3 usage,\n  4 unreadable path (unwritable, for a file to save), 5 the server could not be reached',
     });
   });
   return cli;
