@@ -9,7 +9,9 @@
  *   matched key's name is the request's `actor`. An operation that also lists AuditorKey (the
  *   reads) takes an auditor key (AUDITOR_API_KEYS) in the same header; no other does
  * - a request that violates the contract: 400 `validation_error` with the violations
- *   (a body that is not JSON, or JSON nested too deeply (wire-guards.ts), included)
+ *   (a body that is not JSON, or JSON nested too deeply (wire-guards.ts), included; an
+ *   integer parameter not written in decimal digits or past 2^53 - 1; a path whose
+ *   percent-encoding is not UTF-8, after the key checks)
  * - a body in a media type the operation does not declare: 415 `unsupported_media_type`
  * - routing is on the raw request path: `/api/agents/.` names the agent `.` (refused by
  *   its pattern), never the list that URL normalization would make of it
