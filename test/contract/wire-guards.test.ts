@@ -199,8 +199,8 @@ describe('integer parameters', () => {
     for (const o of ops) {
       const base = o.op.path.replace(/\{[^}]+\}/g, 'x');
       // The operation's other required query parameters, at their least value.
-      const required = (o.op.parameters ?? []) as Array<{ in: string; name: string; required?: boolean; schema?: { minimum?: number } }>;
-      const others = (name: string) => required.filter((q) => q.in === 'query' && q.required && q.name !== name).map((q) => `&${q.name}=${q.schema?.minimum ?? 0}`).join('');
+      const params = (o.op.parameters ?? []) as Array<{ in: string; name: string; required?: boolean; schema?: { minimum?: number } }>;
+      const others = (name: string) => params.filter((q) => q.in === 'query' && q.required && q.name !== name).map((q) => `&${q.name}=${q.schema?.minimum ?? 0}`).join('');
       for (const p of o.ints) {
         // Past 2^53 - 1: the format's refusal, or the parameter's own bound's where it has one.
         // (A header value's surrounding spaces are not part of it: HTTP drops them.)

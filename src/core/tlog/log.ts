@@ -279,6 +279,12 @@ export class TransparencyLog {
         details: { errors: [{ path: '/query/leaf_index', rule: 'oneOf', message: 'exactly one of leaf_index and request_id is required' }] },
       });
     }
+    // The contract's bounds for a request id, here for every transport (gRPC has no schema for them).
+    if (q.requestId !== undefined && (q.requestId.length < 1 || q.requestId.length > 1024)) {
+      throw new AppError('validation_error', `request_id must be 1 to 1024 characters (got ${q.requestId.length})`, {
+        details: { errors: [{ path: '/query/request_id', rule: 'length', message: 'must be 1 to 1024 characters' }] },
+      });
+    }
     let index = q.leafIndex;
     if (index === undefined) {
       const [r] = await this.ctx.db.query<{ leaf_index: number | string }>('SELECT leaf_index FROM agent_context_requests WHERE request_id = $1', [q.requestId]);

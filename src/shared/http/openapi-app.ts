@@ -179,9 +179,10 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
   };
 
   // The handlers' arguments after openapi-backend's context: the request, its id, its body,
-  // and Hono's context (where the matched operation is noted for the request line).
+  // Hono's context (where the matched operation is noted for the request line), and the
+  // request's URL as the edge parsed it once.
   type HonoCtx = { set(key: 'route', value: EdgeEnv['Variables']['route']): void };
-  type Args = [Request, string, unknown, HonoCtx];
+  type Args = [Request, string, unknown, HonoCtx, URL];
   const mark = (c: OaContext, hc: HonoCtx) => {
     if (c.operation) hc.set('route', c.operation);
   };
@@ -214,10 +215,10 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
   for (const [opId, handler] of Object.entries(handlers)) {
     if (!handler) continue;
     const ints = integers.get(opId);
-    api.register(opId, (c: OaContext, ...[raw, requestId, body, hc]: Args) => {
+    api.register(opId, (c: OaContext, ...[raw, requestId, body, hc, url]: Args) => {
       mark(c, hc);
       if (ints) {
-        const issues = malformedIntegers(ints, new URL(raw.url).searchParams, (c.request?.headers as Record<string, string>) ?? {}, () =>
+        const issues = malformedIntegers(ints, url.searchParams, (c.request?.headers as Record<string, string>) ?? {}, () =>
           api.router.parseRequest({ method: raw.method, path: c.request.path, headers: {} }, c.operation).params,
         );
         if (issues.length) return errorResult(new AppError('validation_error', 'The request does not match the contract', { details: { errors: issues } }));
@@ -304,7 +305,7 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
       raw.headers.forEach((v, k) => (headers[k] = v));
       // What is wrong with the path's encoding or with the body itself, found before either is
       // decoded and handed on.
-      let refusal: { status: 400 | 415; issue: ValidationIssue; message?: string } | undefined;
+      let refusal: { status: 415; issue: ValidationIssue } | { status: 400; issue: ValidationIssue; message: string } | undefined;
       let op: ReturnType<typeof safeMatch>;
       if (!pathDecodes(path)) {
         op = safeMatch(api, raw.method, path);
@@ -318,12 +319,12 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
           // A text operation (a witness's cosignature note) gets the text as it came.
           body = text;
         } else if (jsonTooDeep(text)) {
-          refusal = { status: 400, issue: TOO_DEEP_ISSUE };
+          refusal = { status: 400, issue: TOO_DEEP_ISSUE, message: 'Request body is nested too deeply' };
         } else {
           try {
             body = JSON.parse(text);
           } catch {
-            refusal = { status: 400, issue: { path: '/body', rule: 'json', message: 'body is not valid JSON' } };
+            refusal = { status: 400, issue: { path: '/body', rule: 'json', message: 'body is not valid JSON' }, message: 'Request body is not valid JSON' };
           }
         }
       }
@@ -345,10 +346,10 @@ export async function createOpenApiApp<Ops extends OperationsShape<Ops>, C>(opts
         } else if (refusal.status === 415) {
           result = unsupportedMediaType(refusal.issue);
         } else {
-          result = errorResult(new AppError('validation_error', refusal.message ?? (refusal.issue.rule === 'json' ? 'Request body is not valid JSON' : 'Request body is nested too deeply'), { details: { errors: [refusal.issue] } }));
+          result = errorResult(new AppError('validation_error', refusal.message, { details: { errors: [refusal.issue] } }));
         }
       } else {
-        result = await api.handleRequest({ method: raw.method, path, query: url.search.slice(1), headers, body }, raw, requestId, body, c);
+        result = await api.handleRequest({ method: raw.method, path, query: url.search.slice(1), headers, body }, raw, requestId, body, c, url);
       }
     } catch (e) {
       const op = c.get('route') ?? safeMatch(api, raw.method, path);
